@@ -1,0 +1,42 @@
+# One entry point per task. On a fresh machine (python3 and pip only) each
+# target creates .venv and installs the project with its dev extra first.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: test lint typecheck unit demo bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+## make test: lint, type-check and run the whole suite (unit and integration tiers)
+test: lint typecheck
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check --no-fix .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+## make unit: the fast tier only (moto in-process)
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+
+## make demo: the example app end to end against a local SQS server
+demo: $(STAMP)
+	$(BIN)/python -m example_app.demo
+
+## make bench: the benchmark suite (starts its own SQS server)
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,46 @@
+"""Background jobs for Flask through Amazon SQS.
+
+The queue engine (:mod:`flask_sqs_jobs.engine`) never imports Flask. To keep it
+importable without Flask, this module imports the Flask extension lazily: the
+first access to ``flask_sqs_jobs.SQSJobs`` loads it.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from . import signals as signals
+from .engine import current_job
+from .engine import EnqueueBatchError
+from .engine import Job
+from .engine import JobMiddleware
+from .engine import JobWorker
+from .engine import NonRetryableError
+from .engine import QueueGroup
+from .engine import RetryJob
+from .engine import SqsQueue
+
+if t.TYPE_CHECKING:
+    from ._extension import SQSJobs
+
+__all__ = [
+    "EnqueueBatchError",
+    "Job",
+    "JobMiddleware",
+    "JobWorker",
+    "NonRetryableError",
+    "QueueGroup",
+    "RetryJob",
+    "SQSJobs",
+    "SqsQueue",
+    "current_job",
+    "signals",
+]
+
+
+def __getattr__(name: str) -> t.Any:
+    if name == "SQSJobs":
+        from ._extension import SQSJobs
+
+        return SQSJobs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,73 @@
+"""Handlers: the functions jobs run, plain or ``async def``."""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc as cabc
+import dataclasses
+import inspect
+import threading
+import typing as t
+
+from .job import JSONObject
+
+#: A handler takes the job's payload; it may be a coroutine function.
+HandlerFunc: t.TypeAlias = cabc.Callable[[JSONObject], object]
+
+
+@dataclasses.dataclass(frozen=True)
+class JobHandler:
+    """A handler with per-job-type settings.
+
+    :param func: the function (or ``async def`` coroutine function) to call
+        with the job's payload.
+    :param max_runtime_seconds: overrides the queue's ``max_runtime_seconds``
+        for this job type.
+    """
+
+    func: HandlerFunc
+    max_runtime_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.func):
+            raise TypeError(f"a handler must be callable; got {self.func!r}")
+        limit = self.max_runtime_seconds
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0
+        ):
+            raise ValueError(
+                f"max_runtime_seconds must be a positive number or None; got {limit!r}"
+            )
+
+
+def as_job_handler(handler: HandlerFunc | JobHandler) -> JobHandler:
+    return handler if isinstance(handler, JobHandler) else JobHandler(handler)
+
+
+_loops = threading.local()
+
+
+def call_handler(func: HandlerFunc, payload: JSONObject) -> None:
+    """Call ``func(payload)``; run a coroutine it returns to completion.
+
+    Coroutines run on an event loop owned by the calling thread and kept for
+    the thread's next jobs.
+    """
+    result = func(payload)
+    if inspect.isawaitable(result):
+        runner: asyncio.Runner | None = getattr(_loops, "runner", None)
+        if runner is None:
+            runner = _loops.runner = asyncio.Runner()
+        runner.run(_await(result))
+
+
+async def _await(awaitable: cabc.Awaitable[object]) -> None:
+    await awaitable
+
+
+def close_thread_loop() -> None:
+    """Close the calling thread's event loop, if a coroutine handler made one."""
+    runner: asyncio.Runner | None = getattr(_loops, "runner", None)
+    if runner is not None:
+        _loops.runner = None
+        runner.close()

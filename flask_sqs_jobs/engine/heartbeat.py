@@ -1,0 +1,237 @@
+"""Visibility leases: keep every message the worker holds invisible to others."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+import structlog
+
+from .queue import CallError
+from .queue import is_lost_ownership
+from .queue import SqsQueue
+from .wire import MAX_BATCH_ENTRIES
+
+log = structlog.get_logger(__name__)
+
+#: Leases due within this fraction of their interval are extended together.
+_BATCH_WINDOW = 0.25
+
+MAX_RUNTIME_EXCEEDED = "max_runtime_exceeded"
+
+
+class Lease:
+    """One received message the worker holds, running or waiting for a slot.
+
+    While a lease is tracked, the heartbeat extends the message's visibility
+    every ``visibility_timeout / 3`` seconds. A lease fails when an extension
+    fails or its job runs past ``max_runtime_seconds``; from then on the
+    worker no longer owns the message and must not delete it.
+    """
+
+    __slots__ = (
+        "abort",
+        "failure",
+        "in_flight",
+        "interval",
+        "job_deadline",
+        "message_id",
+        "next_due",
+        "queue",
+        "queue_name",
+        "receipt_handle",
+        "tracked",
+        "visibility_timeout",
+    )
+
+    def __init__(
+        self,
+        queue: SqsQueue,
+        queue_name: str,
+        receipt_handle: str,
+        message_id: str,
+        received_at: float,
+    ) -> None:
+        self.queue = queue
+        self.queue_name = queue_name
+        self.receipt_handle = receipt_handle
+        self.message_id = message_id
+        self.visibility_timeout = queue.visibility_timeout or 0
+        self.interval = self.visibility_timeout / 3
+        self.next_due = received_at + self.interval
+        self.job_deadline: float | None = None
+        self.abort: threading.Event | None = None
+        #: Why the worker lost the message (an error or MAX_RUNTIME_EXCEEDED).
+        self.failure: str | None = None
+        self.tracked = False
+        self.in_flight = False
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+
+class Heartbeat:
+    """A thread that extends the visibility of every tracked lease.
+
+    Extensions due at about the same time go out together, up to ten per
+    ChangeMessageVisibilityBatch request.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._leases: set[Lease] = set()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="sqs-jobs-heartbeat", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+
+    def hold(
+        self,
+        queue: SqsQueue,
+        queue_name: str,
+        receipt_handle: str,
+        message_id: str,
+        received_at: float,
+    ) -> Lease:
+        """Start extending a received message's visibility (unless its timeout is 0)."""
+        lease = Lease(queue, queue_name, receipt_handle, message_id, received_at)
+        if lease.visibility_timeout > 0:
+            with self._cond:
+                lease.tracked = True
+                self._leases.add(lease)
+                self._cond.notify_all()
+        return lease
+
+    def start_job(
+        self, lease: Lease, max_runtime_seconds: float, abort: threading.Event
+    ) -> None:
+        """Start the max-runtime clock of the job running under ``lease``."""
+        with self._cond:
+            lease.job_deadline = time.monotonic() + max_runtime_seconds
+            lease.abort = abort
+            self._cond.notify_all()
+
+    def release(self, lease: Lease) -> None:
+        """Stop extending ``lease``, waiting for an extension already in flight.
+
+        After this returns no heartbeat call for the message is pending, so the
+        caller may set its visibility (or delete it) without being overwritten.
+        """
+        with self._cond:
+            lease.tracked = False
+            self._leases.discard(lease)
+            while lease.in_flight:
+                self._cond.wait()
+
+    def held(self) -> list[Lease]:
+        with self._cond:
+            return list(self._leases)
+
+    # -- the thread --
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                due = self._take_due()
+                while not due and not self._stopping:
+                    self._cond.wait(self._seconds_until_next())
+                    due = self._take_due()
+                if self._stopping:
+                    for lease in due:
+                        lease.in_flight = False
+                    self._cond.notify_all()
+                    return
+            results = self._extend(due)
+            with self._cond:
+                for lease, (sent_at, error) in results.items():
+                    lease.in_flight = False
+                    if not lease.tracked:
+                        continue
+                    if error is None:
+                        lease.next_due = sent_at + lease.interval
+                    else:
+                        self._fail(
+                            lease,
+                            f"{error[0]}: {error[1]}",
+                            lost=is_lost_ownership(error),
+                        )
+                self._cond.notify_all()
+
+    def _take_due(self) -> list[Lease]:
+        now = time.monotonic()
+        due = []
+        for lease in list(self._leases):
+            if lease.job_deadline is not None and now >= lease.job_deadline:
+                self._fail(lease, MAX_RUNTIME_EXCEEDED, lost=False)
+            elif lease.next_due - now <= lease.interval * _BATCH_WINDOW:
+                lease.in_flight = True
+                due.append(lease)
+        return due
+
+    def _seconds_until_next(self) -> float | None:
+        if not self._leases:
+            return None
+        now = time.monotonic()
+        wake = min(
+            min(
+                lease.next_due - lease.interval * _BATCH_WINDOW
+                for lease in self._leases
+            ),
+            min(
+                (
+                    lease.job_deadline
+                    for lease in self._leases
+                    if lease.job_deadline is not None
+                ),
+                default=float("inf"),
+            ),
+        )
+        return max(0.0, wake - now)
+
+    def _fail(self, lease: Lease, failure: str, *, lost: bool) -> None:
+        lease.failure = failure
+        lease.tracked = False
+        self._leases.discard(lease)
+        if lease.abort is not None:
+            lease.abort.set()
+        log.warning(
+            "heartbeat_failed"
+            if failure != MAX_RUNTIME_EXCEEDED
+            else "max_runtime_exceeded",
+            queue=lease.queue_name,
+            message_id=lease.message_id,
+            reason=failure,
+            ownership_lost=lost,
+        )
+
+    def _extend(self, due: list[Lease]) -> dict[Lease, tuple[float, CallError]]:
+        by_queue: dict[SqsQueue, list[Lease]] = collections.defaultdict(list)
+        for lease in due:
+            by_queue[lease.queue].append(lease)
+        results: dict[Lease, tuple[float, CallError]] = {}
+        for queue, leases in by_queue.items():
+            for start in range(0, len(leases), MAX_BATCH_ENTRIES):
+                chunk = leases[start : start + MAX_BATCH_ENTRIES]
+                sent_at = time.monotonic()
+                errors = queue.change_visibility_many(
+                    [
+                        (lease.receipt_handle, lease.visibility_timeout)
+                        for lease in chunk
+                    ]
+                )
+                for lease, error in zip(chunk, errors, strict=True):
+                    results[lease] = (sent_at, error)
+        return results

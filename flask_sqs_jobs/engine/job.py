@@ -1,0 +1,44 @@
+"""The job as producers, middleware and handlers see it."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import typing as t
+
+#: A JSON object: what a payload and the correlation fields are.
+JSONObject: t.TypeAlias = dict[str, t.Any]
+
+
+@dataclasses.dataclass
+class Job:
+    """One job on its way to SQS (producer side) or back from it (consumer side).
+
+    Middleware may change ``correlation_fields`` and ``trace_headers`` in
+    ``produce`` before calling the next middleware; they travel as message
+    attributes. ``message_id`` and ``receive_count`` are only set on the
+    consumer side.
+    """
+
+    #: The name that selects the handler.
+    job_type: str
+    #: The handler's argument, a JSON object.
+    payload: JSONObject
+    #: The logical queue name, as configured in the :class:`QueueGroup`.
+    queue: str
+    #: Untrusted key/values for logs (a request id, ...); never use them for
+    #: authorisation or tenant selection.
+    correlation_fields: JSONObject = dataclasses.field(default_factory=dict)
+    #: Trace propagation headers (``traceparent``, ``sentry-trace``, ...), one
+    #: String message attribute each.
+    trace_headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: The SQS MessageId (consumer side).
+    message_id: str | None = None
+    #: How many times SQS delivered this message, this time included
+    #: (consumer side).
+    receive_count: int | None = None
+    #: Set when the job passes its maximum runtime or the worker's shutdown
+    #: deadline: a long handler may check it between steps and stop early.
+    abort_requested: threading.Event = dataclasses.field(
+        default_factory=threading.Event, repr=False, compare=False
+    )

@@ -1,0 +1,382 @@
+"""One SQS queue: its settings and every SQS call the engine makes on it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import typing as t
+import urllib.parse
+
+import structlog
+
+from .batching import error_code
+from .batching import GroupCommit
+from .exceptions import QueueNotFoundError
+from .wire import DEFAULT_MAX_MESSAGE_SIZE
+from .wire import MAX_BATCH_ENTRIES
+from .wire import MAX_VISIBILITY_TIMEOUT
+
+if t.TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+log = structlog.get_logger(__name__)
+
+#: Errors meaning "this receipt handle no longer owns the message": it was
+#: redelivered, deleted or timed out. Servers differ in which one they send.
+LOST_OWNERSHIP_CODES = frozenset(
+    {
+        "ReceiptHandleIsInvalid",
+        "MessageNotInflight",
+        "AWS.SimpleQueueService.MessageNotInflight",
+        "InvalidParameterValue",
+    }
+)
+_ATTRIBUTE_NAMES: list[t.Any] = [
+    "VisibilityTimeout",
+    "MaximumMessageSize",
+    "ContentBasedDeduplication",
+    "RedrivePolicy",
+]
+
+#: Error codes of GetQueueUrl & co. for a queue that does not exist.
+QUEUE_DOES_NOT_EXIST_CODES = frozenset(
+    {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
+)
+
+#: ``(code, message)`` of a failed call, or None when it succeeded.
+CallError: t.TypeAlias = tuple[str, str] | None
+
+
+class SqsQueue:
+    """An SQS queue and how the worker treats its messages.
+
+    :param url: the queue URL.
+    :param boto_client: a boto3 SQS client (low-level clients are thread-safe).
+    :param max_runtime_seconds: how long a job may run before the worker stops
+        extending its visibility and leaves it for redelivery.
+    :param visibility_timeout: seconds a received message stays invisible, and
+        what the heartbeat extends it to; None reads the queue's own setting at
+        start-up. ``0`` is honoured (no heartbeat): an undeleted message is
+        visible again at once, which is handy in tests.
+    :param retry_backoff_seconds: base of the exponential backoff applied when
+        a handler raises; None leaves the visibility timeout to decide.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        boto_client: SQSClient,
+        max_runtime_seconds: float = 3600,
+        visibility_timeout: int | None = None,
+        retry_backoff_seconds: float | None = None,
+    ) -> None:
+        if not isinstance(url, str) or not url:
+            raise ValueError(f"url must be a non-empty queue URL string; got {url!r}")
+        check_queue_options(
+            max_runtime_seconds=max_runtime_seconds,
+            visibility_timeout=visibility_timeout,
+            retry_backoff_seconds=retry_backoff_seconds,
+        )
+        self._url: str | None = url
+        #: The physical queue name, the last segment of the URL.
+        self.name = urllib.parse.unquote(
+            urllib.parse.urlsplit(url).path.rstrip("/")
+        ).rsplit("/", 1)[-1]
+        self.is_fifo = self.name.endswith(".fifo")
+        self.client = boto_client
+        self.max_runtime_seconds = max_runtime_seconds
+        self.visibility_timeout = visibility_timeout
+        self.retry_backoff_seconds = retry_backoff_seconds
+        self._attributes: dict[str, str] | None = None
+        self._lock = threading.Lock()
+        self._dead_letter_url: str | None = None
+        self._deletes: GroupCommit[str] = GroupCommit(self._delete_batch)
+        self._visibility_changes: GroupCommit[tuple[str, int]] = GroupCommit(
+            self._change_visibility_batch
+        )
+
+    @classmethod
+    def from_name(
+        cls,
+        name: str,
+        *,
+        boto_client: SQSClient,
+        max_runtime_seconds: float = 3600,
+        visibility_timeout: int | None = None,
+        retry_backoff_seconds: float | None = None,
+    ) -> t.Self:
+        """Return a queue known by name; its URL is looked up on first use.
+
+        :raises QueueNotFoundError: on first use, when SQS has no such queue.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty queue name; got {name!r}")
+        queue = cls(
+            f"unresolved:///{name}",
+            boto_client=boto_client,
+            max_runtime_seconds=max_runtime_seconds,
+            visibility_timeout=visibility_timeout,
+            retry_backoff_seconds=retry_backoff_seconds,
+        )
+        queue._url = None
+        return queue
+
+    @property
+    def url(self) -> str:
+        """The queue URL (looked up with GetQueueUrl for a queue known by name)."""
+        if self._url is None:
+            with self._lock:
+                if self._url is None:
+                    self._url = self._get_queue_url(self.name)
+        return self._url
+
+    def _get_queue_url(self, name: str, owner: str | None = None) -> str:
+        params: dict[str, str] = {"QueueName": name}
+        if owner:
+            params["QueueOwnerAWSAccountId"] = owner
+        try:
+            return self.client.get_queue_url(**t.cast(t.Any, params))["QueueUrl"]
+        except Exception as exc:
+            if error_code(exc) in QUEUE_DOES_NOT_EXIST_CODES:
+                raise QueueNotFoundError(name) from exc
+            raise
+
+    def __repr__(self) -> str:
+        return f"<SqsQueue {self.name!r}>"
+
+    # -- queue attributes --
+
+    def attributes(self) -> dict[str, str]:
+        """Return the queue's attributes, read once; empty if they cannot be read."""
+        if self._attributes is None:
+            with self._lock:
+                if self._attributes is None:
+                    try:
+                        self._attributes = self.read_attributes()
+                    except Exception as exc:
+                        log.warning(
+                            "queue_attributes_unavailable",
+                            sqs_queue=self.name,
+                            error=str(exc),
+                        )
+                        self._attributes = {}
+        return self._attributes
+
+    def read_attributes(self) -> dict[str, str]:
+        """Read the queue's attributes now (raises on failure) and cache them."""
+        response = self.client.get_queue_attributes(
+            QueueUrl=self.url, AttributeNames=_ATTRIBUTE_NAMES
+        )
+        attributes = {str(k): v for k, v in response.get("Attributes", {}).items()}
+        self._attributes = attributes
+        return attributes
+
+    @property
+    def max_message_size(self) -> int:
+        """The queue's MaximumMessageSize, or 1 MiB when it cannot be read."""
+        try:
+            return int(
+                self.attributes().get("MaximumMessageSize", DEFAULT_MAX_MESSAGE_SIZE)
+            )
+        except ValueError:
+            return DEFAULT_MAX_MESSAGE_SIZE
+
+    @property
+    def content_based_deduplication(self) -> bool | None:
+        """Whether the FIFO queue deduplicates by content; None if unknown."""
+        value = self.attributes().get("ContentBasedDeduplication")
+        return None if value is None else value == "true"
+
+    def redrive_policy(self) -> tuple[str, int] | None:
+        """Return ``(dead-letter queue ARN, maxReceiveCount)``, or None."""
+        raw = self.attributes().get("RedrivePolicy")
+        if not raw:
+            return None
+        try:
+            policy = json.loads(raw)
+            return str(policy["deadLetterTargetArn"]), int(policy["maxReceiveCount"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("redrive_policy_unreadable", sqs_queue=self.name, policy=raw)
+            return None
+
+    def dead_letter_url(self) -> str | None:
+        """Return the dead-letter queue's URL, resolved once; None if unknown."""
+        if self._dead_letter_url is None:
+            policy = self.redrive_policy()
+            if policy is None:
+                return None
+            arn = policy[0].split(":")
+            try:
+                self._dead_letter_url = self._get_queue_url(arn[-1], arn[-2])
+            except Exception as exc:
+                log.warning(
+                    "dead_letter_queue_unresolved", sqs_queue=self.name, error=str(exc)
+                )
+                return None
+        return self._dead_letter_url
+
+    def resolve_visibility_timeout(self) -> int:
+        """Return the visibility timeout, reading the queue's when none was given.
+
+        :raises Exception: the queue's attributes cannot be read.
+        """
+        if self.visibility_timeout is None:
+            attributes = self._attributes or self.read_attributes()
+            self.visibility_timeout = int(attributes.get("VisibilityTimeout", 30))
+        return self.visibility_timeout
+
+    # -- producing --
+
+    def send(self, params: dict[str, t.Any], *, url: str | None = None) -> str:
+        """Send one message (SendMessage keyword arguments) and return its MessageId.
+
+        ``url`` sends to another queue (the dead-letter queue) with this client.
+        """
+        response = self.client.send_message(QueueUrl=url or self.url, **params)
+        return response["MessageId"]
+
+    def send_batch(
+        self, entries: list[dict[str, t.Any]]
+    ) -> list[str | tuple[str, str]]:
+        """Send up to ten entries; return each MessageId or ``(code, message)``."""
+        response = self.client.send_message_batch(
+            QueueUrl=self.url, Entries=t.cast(t.Any, entries)
+        )
+        results: dict[str, str | tuple[str, str]] = {}
+        for ok in response.get("Successful", []):
+            results[ok["Id"]] = ok["MessageId"]
+        for failed in response.get("Failed", []):
+            results[failed["Id"]] = (
+                failed.get("Code", "Unknown"),
+                failed.get("Message", ""),
+            )
+        return [
+            results.get(entry["Id"], ("Unknown", "SQS did not report on this entry"))
+            for entry in entries
+        ]
+
+    # -- consuming --
+
+    def receive(self, max_messages: int, wait_seconds: int) -> list[MessageTypeDef]:
+        """Receive up to ``max_messages`` messages, long-polling ``wait_seconds``."""
+        params: dict[str, t.Any] = {
+            "QueueUrl": self.url,
+            "MaxNumberOfMessages": max(1, min(MAX_BATCH_ENTRIES, max_messages)),
+            "WaitTimeSeconds": wait_seconds,
+            "MessageSystemAttributeNames": ["All"],
+            # Older SQS-compatible servers only know the deprecated name.
+            "AttributeNames": ["All"],
+            "MessageAttributeNames": ["All"],
+        }
+        if self.visibility_timeout is not None:
+            params["VisibilityTimeout"] = self.visibility_timeout
+        return self.client.receive_message(**params).get("Messages", [])
+
+    def delete(self, receipt_handle: str) -> CallError:
+        """Delete a message; concurrent calls share DeleteMessageBatch requests."""
+        return self._deletes.call(receipt_handle)
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> CallError:
+        """Set a message's visibility timeout; concurrent calls are batched."""
+        return self._visibility_changes.call((receipt_handle, seconds))
+
+    def change_visibility_many(self, changes: list[tuple[str, int]]) -> list[CallError]:
+        """Set the visibility of up to ten messages in one request."""
+        return self._visibility_changes_send(changes)
+
+    def _delete_batch(self, receipts: list[str]) -> list[CallError]:
+        if len(receipts) == 1:
+            try:
+                self.client.delete_message(QueueUrl=self.url, ReceiptHandle=receipts[0])
+            except Exception as exc:
+                return [(error_code(exc), str(exc))]
+            return [None]
+        response = self.client.delete_message_batch(
+            QueueUrl=self.url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(receipts)
+            ],
+        )
+        return _batch_errors(response, len(receipts))
+
+    def _change_visibility_batch(
+        self, changes: list[tuple[str, int]]
+    ) -> list[CallError]:
+        return self._visibility_changes_send(changes)
+
+    def _visibility_changes_send(
+        self, changes: list[tuple[str, int]]
+    ) -> list[CallError]:
+        if len(changes) == 1:
+            receipt, seconds = changes[0]
+            try:
+                self.client.change_message_visibility(
+                    QueueUrl=self.url, ReceiptHandle=receipt, VisibilityTimeout=seconds
+                )
+            except Exception as exc:
+                return [(error_code(exc), str(exc))]
+            return [None]
+        try:
+            response = self.client.change_message_visibility_batch(
+                QueueUrl=self.url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": r, "VisibilityTimeout": s}
+                    for i, (r, s) in enumerate(changes)
+                ],
+            )
+        except Exception as exc:
+            return [(error_code(exc), str(exc))] * len(changes)
+        return _batch_errors(response, len(changes))
+
+
+def _batch_errors(response: t.Mapping[str, t.Any], count: int) -> list[CallError]:
+    errors: list[CallError] = [None] * count
+    for failed in response.get("Failed", []):
+        errors[int(failed["Id"])] = (
+            failed.get("Code", "Unknown"),
+            failed.get("Message", ""),
+        )
+    return errors
+
+
+def is_lost_ownership(error: CallError) -> bool:
+    """Whether a failed call means the worker no longer owns the message."""
+    return error is not None and error[0] in LOST_OWNERSHIP_CODES
+
+
+def check_queue_options(
+    *,
+    max_runtime_seconds: object = 3600,
+    visibility_timeout: object = None,
+    retry_backoff_seconds: object = None,
+) -> None:
+    """Raise ``ValueError`` naming the first invalid per-queue option."""
+    if not _is_number(max_runtime_seconds) or t.cast(float, max_runtime_seconds) <= 0:
+        raise ValueError(
+            "max_runtime_seconds must be a positive number of seconds;"
+            f" got {max_runtime_seconds!r}"
+        )
+    if visibility_timeout is not None and (
+        isinstance(visibility_timeout, bool)
+        or not isinstance(visibility_timeout, int)
+        or not 0 <= visibility_timeout <= MAX_VISIBILITY_TIMEOUT
+    ):
+        raise ValueError(
+            f"visibility_timeout must be an int 0..{MAX_VISIBILITY_TIMEOUT} (the SQS"
+            " maximum), or None to use the queue's own setting;"
+            f" got {visibility_timeout!r}"
+        )
+    if retry_backoff_seconds is not None and (
+        not _is_number(retry_backoff_seconds)
+        or t.cast(float, retry_backoff_seconds) <= 0
+    ):
+        raise ValueError(
+            "retry_backoff_seconds must be a positive number, or None (off);"
+            f" got {retry_backoff_seconds!r}"
+        )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,342 @@
+"""QueueGroup: the named queues an application sends to and a worker polls."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import random
+import typing as t
+
+import structlog
+
+from .exceptions import QueueNotFoundError
+from .exceptions import UnknownQueueError
+from .hooks import Hooks
+from .job import Job
+from .job import JSONObject
+from .middleware import check_single_trace_injector
+from .middleware import compose_produce
+from .middleware import JobMiddleware
+from .producer import build_send_params
+from .producer import check_correlation_fields
+from .producer import check_job_type
+from .producer import check_options
+from .producer import check_payload
+from .producer import SendOptions
+from .queue import check_queue_options
+from .queue import SqsQueue
+
+if t.TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+
+    from .handlers import HandlerFunc
+    from .handlers import JobHandler
+
+log = structlog.get_logger(__name__)
+job_log = structlog.get_logger("flask_sqs_jobs.job")
+
+_BUILD_KEYS = frozenset(
+    {
+        "name",
+        "url",
+        "weight",
+        "visibility_timeout",
+        "max_runtime_seconds",
+        "retry_backoff_seconds",
+    }
+)
+_QUEUE_KEYS = frozenset({"queue", "weight"})
+
+
+class QueueGroup:
+    """Named SQS queues, their polling weights and the middleware around them.
+
+    Applications enqueue to a queue by its logical name; a worker polls every
+    queue of the group, visiting higher-weight queues first more often.
+
+    :param queues: logical name -> ``{"queue": SqsQueue, "weight": int}``
+        (weight defaults to 1).
+    :param middleware: :class:`JobMiddleware` instances, outermost first.
+    :param hooks: callbacks for a framework layer (the Flask extension).
+    """
+
+    def __init__(
+        self,
+        queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
+        *,
+        middleware: cabc.Sequence[JobMiddleware] = (),
+        hooks: Hooks | None = None,
+    ) -> None:
+        _check_definitions(queues, _QUEUE_KEYS)
+        self._queues: dict[str, SqsQueue] = {}
+        self._weights: dict[str, int] = {}
+        for name, definition in queues.items():
+            if "queue" not in definition:
+                raise ValueError(
+                    f"queue {name!r}: the definition needs a 'queue' (an SqsQueue)"
+                )
+            queue = definition["queue"]
+            if not isinstance(queue, SqsQueue):
+                raise TypeError(
+                    f"queue {name!r}: 'queue' must be an SqsQueue; got"
+                    f" {type(queue).__name__}"
+                )
+            self._queues[name] = queue
+            self._weights[name] = _check_weight(name, definition.get("weight", 1))
+        self.middleware: tuple[JobMiddleware, ...] = tuple(middleware)
+        for item in self.middleware:
+            if not isinstance(item, JobMiddleware):
+                raise TypeError(
+                    f"middleware must be JobMiddleware instances; got {item!r}"
+                )
+        self.hooks = hooks or Hooks()
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        boto_client: SQSClient,
+        queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
+        middleware: cabc.Sequence[JobMiddleware] = (),
+        hooks: Hooks | None = None,
+        resolve: bool = True,
+    ) -> t.Self:
+        """Build a group from queue names or URLs.
+
+        Each definition has exactly one of ``name`` (resolved with GetQueueUrl)
+        or ``url``, and optionally ``weight`` (a positive int, default 1),
+        ``visibility_timeout``, ``max_runtime_seconds`` and
+        ``retry_backoff_seconds`` (see :class:`SqsQueue`).
+
+        :param resolve: look queue names up now; with False each name is
+            looked up on first use instead.
+        :raises TypeError, ValueError: a definition is wrong; the message names
+            the queue and the key. :class:`QueueNotFoundError` (a
+            ``ValueError``) when a named queue does not exist.
+        """
+        check_queue_definitions(queues)
+        resolved: dict[str, dict[str, t.Any]] = {}
+        for name, definition in queues.items():
+            queue = queue_from_definition(boto_client, definition)
+            if resolve:
+                try:
+                    queue.url  # noqa: B018 - resolves the name with GetQueueUrl
+                except QueueNotFoundError as exc:
+                    raise QueueNotFoundError(exc.queue_name, logical_name=name) from exc
+            resolved[name] = {"queue": queue, "weight": definition.get("weight", 1)}
+        return cls(resolved, middleware=middleware, hooks=hooks)
+
+    # -- the queues --
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The logical queue names, in definition order."""
+        return tuple(self._queues)
+
+    def queue(self, name: str) -> SqsQueue:
+        """Return the queue named ``name``.
+
+        :raises UnknownQueueError: no such queue (a ``KeyError`` and ``ValueError``).
+        """
+        try:
+            return self._queues[name]
+        except (KeyError, TypeError):
+            raise UnknownQueueError(name, self._queues) from None
+
+    def items(self) -> tuple[tuple[str, SqsQueue], ...]:
+        return tuple(self._queues.items())
+
+    def weight(self, name: str) -> int:
+        return self._weights[name]
+
+    def subset(self, names: cabc.Iterable[str]) -> QueueGroup:
+        """Return a group of only the named queues, sharing middleware and hooks."""
+        chosen = {
+            name: {"queue": self.queue(name), "weight": self._weights[name]}
+            for name in names
+        }
+        return QueueGroup(chosen, middleware=self.middleware, hooks=self.hooks)
+
+    def polling_order(self, names: cabc.Iterable[str] | None = None) -> list[str]:
+        """Return the queue names in a weighted random order.
+
+        A queue comes first with probability weight / total weight, so every
+        queue is sometimes first and none is starved.
+        """
+        candidates = self._queues if names is None else names
+        return sorted(
+            candidates, key=lambda name: random.expovariate(self._weights[name])
+        )
+
+    # -- producing --
+
+    def enqueue(
+        self,
+        queue: str,
+        job_type: str,
+        payload: JSONObject | None = None,
+        *,
+        correlation_fields: JSONObject | None = None,
+        message_group_id: str | None = None,
+        message_deduplication_id: str | None = None,
+        delay_seconds: int | None = None,
+        message_attributes: dict[str, dict[str, t.Any]] | None = None,
+        run_at: t.Any = None,
+    ) -> str:
+        """Send a job and return its SQS MessageId.
+
+        Everything is validated before anything is sent. ``delay_seconds``
+        above 900 (or ``run_at``, an aware datetime, further than 15 minutes
+        ahead) defers the job: it is re-sent until it is due.
+
+        :raises TypeError, ValueError: an argument is wrong; the message names
+            it and the fix. :class:`UnknownQueueError` for an unknown queue.
+        """
+        sqs_queue = self.queue(queue)
+        job = Job(
+            job_type=check_job_type(job_type),
+            payload=check_payload(payload),
+            queue=queue,
+            correlation_fields=check_correlation_fields(correlation_fields),
+        )
+        options = check_options(
+            sqs_queue,
+            queue,
+            {
+                "message_group_id": message_group_id,
+                "message_deduplication_id": message_deduplication_id,
+                "delay_seconds": delay_seconds,
+                "message_attributes": message_attributes,
+                "run_at": run_at,
+            },
+        )
+        check_single_trace_injector(self.middleware)
+
+        def send(job: Job) -> str:
+            return self.send_job(job, options)
+
+        return compose_produce(self.middleware, send)(job)
+
+    def send_job(self, job: Job, options: SendOptions) -> str:
+        """Send an already validated job: the end of the ``produce`` chain.
+
+        :meta private:
+        """
+        sqs_queue = self.queue(job.queue)
+        check_job_type(job.job_type)
+        check_payload(job.payload)
+        params, dropped = build_send_params(sqs_queue, job.queue, job, options)
+        if dropped:
+            job_log.warning(
+                "propagation_attributes_dropped",
+                queue=job.queue,
+                job_type=job.job_type,
+                dropped=dropped,
+            )
+        message_id = sqs_queue.send(params)
+        job_log.info(
+            "job_enqueued",
+            queue=job.queue,
+            job_type=job.job_type,
+            message_id=message_id,
+        )
+        try:
+            self.hooks.job_enqueued(job, message_id)
+        except Exception:
+            log.exception("hook_failed", hook="job_enqueued")
+        return message_id
+
+    def run_worker(
+        self,
+        handlers: cabc.Mapping[str, HandlerFunc | JobHandler],
+        *,
+        idle_wait_seconds: int = 20,
+        concurrency: int = 1,
+    ) -> None:
+        """Run a worker in this process until SIGTERM or SIGINT.
+
+        The first signal stops receiving and lets running jobs finish; a second
+        one releases every held message and exits at once. Returns after a
+        graceful stop.
+
+        :raises SystemExit: with code 1 after persistent receive failures.
+        """
+        from .runner import run_worker
+
+        run_worker(
+            self, handlers, idle_wait_seconds=idle_wait_seconds, concurrency=concurrency
+        )
+
+
+def _check_definitions(
+    queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]], allowed: frozenset[str]
+) -> None:
+    if not isinstance(queues, cabc.Mapping):
+        raise TypeError(
+            f"queues must be a dict of name -> definition; got {type(queues).__name__}"
+        )
+    if not queues:
+        raise ValueError("queues must define at least one queue")
+    for name, definition in queues.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"queue names must be non-empty str; got {name!r}")
+        if not isinstance(definition, cabc.Mapping):
+            raise TypeError(
+                f"queue {name!r}: the definition must be a dict; got"
+                f" {type(definition).__name__}"
+            )
+        unknown = sorted(set(definition) - allowed)
+        if unknown:
+            raise ValueError(
+                f"queue {name!r}: unknown key(s) {unknown}; valid keys are"
+                f" {sorted(allowed)}"
+            )
+
+
+def check_queue_definitions(
+    queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
+) -> None:
+    """Check :meth:`QueueGroup.build` definitions without calling SQS.
+
+    :raises TypeError, ValueError: naming the queue and the key.
+    """
+    _check_definitions(queues, _BUILD_KEYS)
+    for name, definition in queues.items():
+        if ("name" in definition) == ("url" in definition):
+            raise ValueError(
+                f"queue {name!r}: give exactly one of 'name' (the SQS queue name)"
+                " or 'url'"
+            )
+        key = "name" if "name" in definition else "url"
+        value = definition[key]
+        if not isinstance(value, str) or not value:
+            raise ValueError(
+                f"queue {name!r}: {key!r} must be a non-empty str; got {value!r}"
+            )
+        _check_weight(name, definition.get("weight", 1))
+        try:
+            check_queue_options(**_queue_options(definition))
+        except ValueError as exc:
+            raise ValueError(f"queue {name!r}: {exc}") from None
+
+
+def queue_from_definition(
+    boto_client: SQSClient, definition: cabc.Mapping[str, t.Any]
+) -> SqsQueue:
+    """Return the :class:`SqsQueue` of a checked definition, without calling SQS."""
+    options = _queue_options(definition)
+    if "url" in definition:
+        return SqsQueue(definition["url"], boto_client=boto_client, **options)
+    return SqsQueue.from_name(definition["name"], boto_client=boto_client, **options)
+
+
+def _queue_options(definition: cabc.Mapping[str, t.Any]) -> dict[str, t.Any]:
+    keys = ("visibility_timeout", "max_runtime_seconds", "retry_backoff_seconds")
+    return {key: definition[key] for key in keys if key in definition}
+
+
+def _check_weight(name: str, weight: object) -> int:
+    if isinstance(weight, bool) or not isinstance(weight, int) or weight <= 0:
+        raise ValueError(
+            f"queue {name!r}: 'weight' must be a positive int; got {weight!r}"
+        )
+    return weight

@@ -1,0 +1,196 @@
+"""The wire format: message bodies and attributes, and the SQS quotas they obey.
+
+A job travels as a JSON body ``{"job_type": "...", "payload": {...}}`` (plus an
+optional ``run_at`` for deferral), one String attribute ``correlation_fields``
+holding a JSON object, and one String attribute per trace header. Any language
+may produce it; ``docs/wire-format.md`` is the reference.
+
+Quotas: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+import typing as t
+
+from .job import JSONObject
+
+#: Message attributes SQS accepts on one message.
+MAX_MESSAGE_ATTRIBUTES = 10
+#: The longest per-message delay SQS accepts (15 minutes).
+MAX_DELAY_SECONDS = 900
+#: The longest visibility timeout SQS accepts (12 hours).
+MAX_VISIBILITY_TIMEOUT = 43_200
+#: The longest long-poll wait SQS accepts.
+MAX_WAIT_SECONDS = 20
+#: Entries in one SendMessageBatch, DeleteMessageBatch or
+#: ChangeMessageVisibilityBatch request, and messages in one ReceiveMessage.
+MAX_BATCH_ENTRIES = 10
+#: The queue default for MaximumMessageSize (1 MiB), used when the queue's own
+#: setting cannot be read.
+DEFAULT_MAX_MESSAGE_SIZE = 1_048_576
+
+CORRELATION_FIELDS_ATTRIBUTE = "correlation_fields"
+DEAD_LETTER_ATTRIBUTE = "dead_letter"
+_RESERVED_ATTRIBUTES = frozenset({CORRELATION_FIELDS_ATTRIBUTE, DEAD_LETTER_ATTRIBUTE})
+
+# Characters SQS refuses in a body or a String attribute (surrogates and the
+# two non-characters); everything else JSON leaves unescaped is allowed.
+_SQS_INVALID_CHARS = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+MessageAttributes: t.TypeAlias = dict[str, dict[str, t.Any]]
+
+
+def dump_json(value: object) -> str:
+    """Serialise ``value`` as compact JSON whose every character SQS accepts.
+
+    :raises TypeError: a value is not JSON-serialisable.
+    :raises ValueError: a float is NaN or infinite (not valid JSON).
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if _SQS_INVALID_CHARS.search(text):
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def encode_body(
+    job_type: str, payload: JSONObject, run_at: dt.datetime | None = None
+) -> str:
+    """Return the message body for a job."""
+    body: JSONObject = {"job_type": job_type, "payload": payload}
+    if run_at is not None:
+        body["run_at"] = format_run_at(run_at)
+    return dump_json(body)
+
+
+def format_run_at(run_at: dt.datetime) -> str:
+    """Format an aware datetime as ISO 8601 in UTC, as the body's ``run_at``."""
+    return (
+        run_at.astimezone(dt.UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def string_attribute(value: str) -> dict[str, str]:
+    return {"DataType": "String", "StringValue": value}
+
+
+def build_attributes(
+    correlation_fields: JSONObject,
+    trace_headers: dict[str, str],
+    caller_attributes: MessageAttributes | None,
+) -> tuple[MessageAttributes, list[str]]:
+    """Merge propagation attributes with the caller's, within the SQS limit.
+
+    The caller's attributes win. Propagation attributes (``correlation_fields``
+    first, then each trace header) are dropped from the end until at most
+    :data:`MAX_MESSAGE_ATTRIBUTES` remain; their names are returned.
+    """
+    caller = caller_attributes or {}
+    propagation: MessageAttributes = {}
+    fields = {k: v for k, v in correlation_fields.items() if v is not None}
+    if fields:
+        propagation[CORRELATION_FIELDS_ATTRIBUTE] = string_attribute(dump_json(fields))
+    for name, value in trace_headers.items():
+        if value and name not in _RESERVED_ATTRIBUTES:
+            propagation[name] = string_attribute(str(value))
+    kept = [name for name in propagation if name not in caller]
+    room = max(0, MAX_MESSAGE_ATTRIBUTES - len(caller))
+    dropped = kept[room:]
+    attributes = {name: propagation[name] for name in kept[:room]}
+    attributes.update(caller)
+    return attributes, dropped
+
+
+def message_size(body: str, attributes: MessageAttributes) -> int:
+    """Return the size SQS counts against MaximumMessageSize, in bytes."""
+    size = len(body.encode())
+    for name, attribute in attributes.items():
+        size += len(name.encode()) + len(str(attribute.get("DataType", "")).encode())
+        value = attribute.get("StringValue")
+        if value is None:
+            value = attribute.get("BinaryValue", b"")
+        size += (
+            len(value)
+            if isinstance(value, bytes | bytearray)
+            else len(str(value).encode())
+        )
+    return size
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodedBody:
+    """A body that names a job: what the consumer needs from it."""
+
+    job_type: str
+    payload: JSONObject
+    #: The ``run_at`` value as sent, or None.
+    run_at: str | None
+
+
+def decode_body(body: object) -> DecodedBody | str:
+    """Decode a message body, or return why it is not a job.
+
+    Never raises: any input gives either a :class:`DecodedBody` or a short
+    reason (``"body is not JSON"``, ...), so a poison message cannot crash the
+    worker.
+    """
+    if not isinstance(body, str):
+        return "body is not text"
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return "body is not JSON"
+    if not isinstance(data, dict):
+        return "body is not a JSON object"
+    job_type = data.get("job_type")
+    if not isinstance(job_type, str):
+        return "job_type is missing or not a string"
+    payload = data.get("payload")
+    if not isinstance(payload, dict):
+        return "payload is missing or not a JSON object"
+    run_at = data.get("run_at")
+    return DecodedBody(job_type, payload, run_at if isinstance(run_at, str) else None)
+
+
+def parse_run_at(value: str) -> dt.datetime | None:
+    """Parse a ``run_at`` value into an aware UTC datetime, or None if invalid."""
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.astimezone(dt.UTC)
+
+
+def decode_attributes(attributes: object) -> tuple[JSONObject, dict[str, str]]:
+    """Return the correlation fields and trace headers of a received message.
+
+    Anything malformed is skipped: correlation fields that are not a JSON
+    object are ignored, and only String attributes become trace headers.
+    """
+    correlation_fields: JSONObject = {}
+    trace_headers: dict[str, str] = {}
+    if not isinstance(attributes, dict):
+        return correlation_fields, trace_headers
+    for name, attribute in attributes.items():
+        if not isinstance(attribute, dict):
+            continue
+        value = attribute.get("StringValue")
+        if not isinstance(value, str):
+            continue
+        if name == CORRELATION_FIELDS_ATTRIBUTE:
+            try:
+                decoded = json.loads(value)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(decoded, dict):
+                correlation_fields = decoded
+        elif name not in _RESERVED_ATTRIBUTES:
+            trace_headers[name] = value
+    return correlation_fields, trace_headers

@@ -1,0 +1,483 @@
+"""JobWorker: the polling loop, its job threads and its graceful stop."""
+
+from __future__ import annotations
+
+import collections
+import collections.abc as cabc
+import contextvars
+import random
+import threading
+import time
+import typing as t
+
+import structlog
+
+from .handlers import as_job_handler
+from .handlers import close_thread_loop
+from .handlers import HandlerFunc
+from .handlers import JobHandler
+from .heartbeat import Heartbeat
+from .middleware import compose_poll
+from .processor import Delivery
+from .processor import Processor
+from .queue_group import QueueGroup
+from .wire import MAX_BATCH_ENTRIES
+from .wire import MAX_WAIT_SECONDS
+
+log = structlog.get_logger(__name__)
+
+#: Consecutive receive failures after which a queue counts as broken; when
+#: every queue is broken the worker gives up (exit status 1).
+MAX_RECEIVE_FAILURES = 10
+#: Cap of the receive-failure backoff, in seconds.
+MAX_RECEIVE_BACKOFF = 30.0
+
+EXIT_OK = 0
+EXIT_RECEIVE_FAILURES = 1
+
+
+class _QueueHealth:
+    """Receive failures of one queue and when it may be polled again."""
+
+    __slots__ = ("failures", "last_error", "retry_at")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.retry_at = 0.0
+        self.last_error: str | None = None
+
+    def ready(self, now: float) -> bool:
+        return now >= self.retry_at
+
+    def record_failure(self, error: BaseException, now: float) -> float:
+        """Count a failure and return the (jittered, exponential) backoff."""
+        self.failures += 1
+        self.last_error = f"{type(error).__name__}: {error}"
+        ceiling = min(MAX_RECEIVE_BACKOFF, 2.0 ** (self.failures - 1))
+        backoff = random.uniform(ceiling / 2, ceiling)
+        self.retry_at = now + backoff
+        return backoff
+
+
+class JobWorker:
+    """Receive jobs from every queue of a :class:`QueueGroup` and run them.
+
+    Each polling cycle draws a weighted random order of the queues and takes
+    messages from the first one that has some, so higher weights are served
+    first more often and no queue is starved. When every queue is empty the
+    worker long-polls all of them at once for ``idle_wait_seconds``, so a job
+    sent to any queue starts at once.
+
+    With ``concurrency=1`` a cycle processes at most one message, so
+    ``should_stop`` (checked before each cycle) counts cycles exactly. With
+    ``concurrency=N`` up to N jobs run at once in threads, and the worker
+    never asks SQS for more messages than it has free slots.
+
+    Delivery is at least once, so handlers must be idempotent.
+
+    :param queues: the queues to poll.
+    :param handlers: job type -> handler (a function taking the payload, or a
+        :class:`~flask_sqs_jobs.engine.handlers.JobHandler`).
+    :param should_stop: called before each polling cycle; returning True stops
+        the worker gracefully.
+    :param idle_wait_seconds: long-poll wait (0..20) when every queue is empty.
+    :param concurrency: how many jobs may run at once.
+    """
+
+    def __init__(
+        self,
+        queues: QueueGroup,
+        handlers: cabc.Mapping[str, HandlerFunc | JobHandler],
+        should_stop: cabc.Callable[[], bool] | None = None,
+        idle_wait_seconds: int = 20,
+        concurrency: int = 1,
+    ) -> None:
+        if not isinstance(queues, QueueGroup):
+            raise TypeError(f"queues must be a QueueGroup; got {type(queues).__name__}")
+        if (
+            isinstance(idle_wait_seconds, bool)
+            or not isinstance(idle_wait_seconds, int)
+            or not 0 <= idle_wait_seconds <= MAX_WAIT_SECONDS
+        ):
+            raise ValueError(
+                f"idle_wait_seconds must be an int 0..{MAX_WAIT_SECONDS} (the SQS"
+                " long-poll"
+                f" maximum); got {idle_wait_seconds!r}"
+            )
+        if (
+            isinstance(concurrency, bool)
+            or not isinstance(concurrency, int)
+            or concurrency < 1
+        ):
+            raise ValueError(f"concurrency must be an int >= 1; got {concurrency!r}")
+        self._group = queues
+        self._handlers = {name: as_job_handler(h) for name, h in handlers.items()}
+        self._should_stop = should_stop or (lambda: False)
+        self._idle_wait = idle_wait_seconds
+        self._concurrency = concurrency
+        self._names = list(queues.names)
+
+        self._cond = threading.Condition()
+        self._stop_requested = False
+        #: Set once a stop was requested, for code that waits (middleware pauses).
+        self.stop_event = threading.Event()
+        self._running = 0
+        self._held: dict[str, collections.deque[Delivery]] = {
+            n: collections.deque() for n in self._names
+        }
+        self._polling: set[str] = set()
+        self._poll_completions = 0
+        self._idle = False
+        self._health = {name: _QueueHealth() for name in self._names}
+        self._last_receive_at: float | None = None
+
+        self._work: collections.deque[Delivery] = collections.deque()
+        self._threads: list[threading.Thread] = []
+        self._heartbeat = Heartbeat()
+        self._processor = Processor(queues, self._handlers, self._heartbeat)
+        self._poll = compose_poll(queues.middleware, self._poll_cycle)
+
+    # -- public API --
+
+    def run(self) -> int:
+        """Poll and process until stopped; return the exit status.
+
+        Returns 0 after a stop (``should_stop``, :meth:`request_stop` or a
+        signal), 1 when every queue failed to receive
+        :data:`MAX_RECEIVE_FAILURES` times in a row.
+        """
+        self._start_threads()
+        self._resolve_queues()
+        try:
+            self._group.hooks.worker_started(list(self._names))
+        except Exception:
+            log.exception("hook_failed", hook="worker_started")
+        log.info(
+            "worker_started",
+            queues=self._names,
+            concurrency=self._concurrency,
+            job_types=sorted(self._handlers),
+        )
+        status, reason = EXIT_OK, "stop_requested"
+        try:
+            while True:
+                if self._stop_requested:
+                    break
+                if self._should_stop():
+                    reason = "should_stop"
+                    break
+                self._wait_for_free_slot()
+                if self._stop_requested:
+                    break
+                self._poll()
+                if self._every_queue_broken():
+                    status, reason = EXIT_RECEIVE_FAILURES, "receive_failures"
+                    log.error(
+                        "worker_giving_up",
+                        reason="every queue failed to receive"
+                        f" {MAX_RECEIVE_FAILURES} times in a row",
+                        errors={n: h.last_error for n, h in self._health.items()},
+                    )
+                    break
+        finally:
+            self._shutdown()
+        log.info("worker_stopped", reason=reason, exit_status=status)
+        try:
+            self._group.hooks.worker_stopped(reason)
+        except Exception:
+            log.exception("hook_failed", hook="worker_stopped")
+        return status
+
+    def request_stop(self) -> None:
+        """Stop gracefully: receive nothing more, let running jobs finish.
+
+        Safe to call from any thread (and from a signal handler when the
+        worker runs in another thread).
+        """
+        with self._cond:
+            if not self._stop_requested:
+                self._stop_requested = True
+                self.stop_event.set()
+                log.info("worker_stopping", running=self._running)
+            self._cond.notify_all()
+
+    def release_all(self) -> int:
+        """Make every message this worker holds visible again at once.
+
+        For a forced stop: running jobs are abandoned, so their messages go
+        back to the queue for another worker. Returns how many were released.
+        """
+        leases = self._heartbeat.held()
+        for lease in leases:
+            self._heartbeat.release(lease)
+        return _release(leases)
+
+    @property
+    def busy_slots(self) -> int:
+        """How many jobs are running now."""
+        return self._running
+
+    @property
+    def last_receive_age(self) -> float | None:
+        """Seconds since a receive call last completed (empty or not), or None."""
+        at = self._last_receive_at
+        return None if at is None else time.monotonic() - at
+
+    def queue_failures(self) -> dict[str, int]:
+        """Consecutive receive failures per queue (0 for a healthy queue)."""
+        return {name: health.failures for name, health in self._health.items()}
+
+    # -- start-up and shutdown --
+
+    def _start_threads(self) -> None:
+        self._heartbeat.start()
+        context = contextvars.copy_context()
+        for index in range(self._concurrency):
+            thread = threading.Thread(
+                target=context.copy().run,
+                args=(self._job_loop,),
+                name=f"sqs-jobs-worker-{index}",
+                daemon=True,
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def _resolve_queues(self) -> None:
+        """Read each queue's settings once; a failure counts as a receive failure."""
+        for name, queue in self._group.items():
+            try:
+                queue.resolve_visibility_timeout()
+                queue.redrive_policy()
+            except Exception as exc:
+                self._record_failure(name, exc)
+
+    def _shutdown(self) -> None:
+        with self._cond:
+            self._stop_requested = True
+            self.stop_event.set()
+        released = self._release_held()
+        with self._cond:
+            while self._running or self._work:
+                self._cond.wait()
+            while self._polling:
+                self._cond.wait()
+        released += self._release_held()
+        if released:
+            log.info("messages_released", count=released)
+        with self._cond:
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join()
+        self._heartbeat.stop()
+
+    def _release_held(self) -> int:
+        with self._cond:
+            deliveries = [d for held in self._held.values() for d in held]
+            for held in self._held.values():
+                held.clear()
+        for delivery in deliveries:
+            self._heartbeat.release(delivery.lease)
+        return _release([d.lease for d in deliveries])
+
+    # -- the polling cycle --
+
+    def _wait_for_free_slot(self) -> None:
+        with self._cond:
+            while self._running >= self._concurrency and not self._stop_requested:
+                self._cond.wait()
+
+    def _poll_cycle(self) -> None:
+        with self._cond:
+            free = self._concurrency - self._running
+            if free <= 0 or self._stop_requested or self._dispatch_held(free):
+                return
+            polling = set(self._polling)
+        now = time.monotonic()
+        ready = [n for n in self._group.polling_order() if self._health[n].ready(now)]
+        if not (self._idle and self._idle_wait):
+            for name in ready:
+                if name in polling:
+                    continue
+                received_at = time.monotonic()
+                messages = self._receive(name, free, 0)
+                if messages:
+                    with self._cond:
+                        self._idle = False
+                        self._hold(name, messages, received_at)
+                        self._dispatch_held(free)
+                    return
+        if self._idle_wait:
+            self._idle = True
+            self._long_poll(ready, free)
+        elif not ready:
+            self._sleep_until_a_queue_is_ready()
+
+    def _long_poll(self, ready: list[str], free: int) -> None:
+        """Long-poll every ready queue at once; return on the first news."""
+        with self._cond:
+            for name in ready:
+                if name not in self._polling and not self._stop_requested:
+                    self._polling.add(name)
+                    threading.Thread(
+                        target=self._background_receive,
+                        args=(name, free),
+                        name=f"sqs-jobs-poll-{name}",
+                        daemon=True,
+                    ).start()
+            completions = self._poll_completions
+            while not (
+                self._stop_requested
+                or self._poll_completions != completions
+                or any(self._held.values())
+            ):
+                timeout = self._next_ready_in()
+                if timeout is None and not self._polling:
+                    break
+                if timeout is not None and timeout <= 0:
+                    break
+                self._cond.wait(timeout)
+            if any(self._held.values()):
+                self._idle = False
+                self._dispatch_held(self._concurrency - self._running)
+
+    def _background_receive(self, name: str, max_messages: int) -> None:
+        received_at = time.monotonic()
+        messages = self._receive(name, max_messages, self._idle_wait)
+        with self._cond:
+            self._polling.discard(name)
+            self._poll_completions += 1
+            if messages:
+                self._hold(name, messages, received_at)
+            self._cond.notify_all()
+
+    def _sleep_until_a_queue_is_ready(self) -> None:
+        with self._cond:
+            timeout = self._next_ready_in()
+            if timeout is not None and not self._stop_requested:
+                self._cond.wait(timeout)
+
+    def _next_ready_in(self) -> float | None:
+        """Seconds until the first backed-off queue may be polled again, or None."""
+        now = time.monotonic()
+        waits = [h.retry_at - now for h in self._health.values() if not h.ready(now)]
+        return min(waits) if waits else None
+
+    def _receive(self, name: str, max_messages: int, wait_seconds: int) -> list[t.Any]:
+        queue = self._group.queue(name)
+        try:
+            if queue.visibility_timeout is None:
+                queue.resolve_visibility_timeout()
+            messages = queue.receive(max_messages, wait_seconds)
+        except Exception as exc:
+            self._record_failure(name, exc)
+            return []
+        health = self._health[name]
+        if health.failures:
+            log.info("receive_recovered", queue=name, failures=health.failures)
+            health.failures = 0
+            health.last_error = None
+        self._last_receive_at = time.monotonic()
+        if not messages:
+            log.debug("receive_empty", queue=name, wait_seconds=wait_seconds)
+        return list(messages)
+
+    def _record_failure(self, name: str, error: Exception) -> None:
+        with self._cond:
+            health = self._health[name]
+            backoff = health.record_failure(error, time.monotonic())
+            self._cond.notify_all()
+        log.warning(
+            "receive_failed",
+            queue=name,
+            attempt=health.failures,
+            retry_in_seconds=round(backoff, 2),
+            error=health.last_error,
+        )
+
+    def _every_queue_broken(self) -> bool:
+        return all(h.failures >= MAX_RECEIVE_FAILURES for h in self._health.values())
+
+    # -- holding and dispatching messages (call with the lock held) --
+
+    def _hold(self, name: str, messages: list[t.Any], received_at: float) -> None:
+        queue = self._group.queue(name)
+        held = self._held[name]
+        for message in messages:
+            lease = self._heartbeat.hold(
+                queue,
+                name,
+                str(message.get("ReceiptHandle", "")),
+                str(message.get("MessageId", "")),
+                received_at,
+            )
+            held.append(Delivery(name, queue, message, lease))
+        self._cond.notify_all()
+
+    def _dispatch_held(self, free: int) -> bool:
+        """Hand up to ``free`` held messages to job threads, in weighted order."""
+        if self._stop_requested or free <= 0 or not any(self._held.values()):
+            return False
+        dispatched = 0
+        for name in self._group.polling_order(n for n in self._names if self._held[n]):
+            held = self._held[name]
+            while held and dispatched < free:
+                delivery = held.popleft()
+                if delivery.lease.failed:
+                    log.warning(
+                        "held_message_lost",
+                        queue=name,
+                        message_id=delivery.message_id,
+                        reason=delivery.lease.failure,
+                    )
+                    continue
+                self._running += 1
+                self._work.append(delivery)
+                dispatched += 1
+        self._cond.notify_all()
+        return dispatched > 0
+
+    # -- job threads --
+
+    def _job_loop(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._work and not (
+                        self._stop_requested and not self._running
+                    ):
+                        self._cond.wait()
+                    if not self._work:
+                        return
+                    delivery = self._work.popleft()
+                try:
+                    self._processor.process(delivery)
+                except BaseException:
+                    log.exception("job_thread_error", message_id=delivery.message_id)
+                finally:
+                    with self._cond:
+                        self._running -= 1
+                        self._cond.notify_all()
+        finally:
+            close_thread_loop()
+
+
+def _release(leases: cabc.Sequence[t.Any]) -> int:
+    """Set the visibility of each lease's message to 0, in batches per queue."""
+    by_queue: dict[t.Any, list[str]] = collections.defaultdict(list)
+    for lease in leases:
+        if not lease.failed:
+            by_queue[lease.queue].append(lease.receipt_handle)
+    released = 0
+    for queue, receipts in by_queue.items():
+        for start in range(0, len(receipts), MAX_BATCH_ENTRIES):
+            chunk = receipts[start : start + MAX_BATCH_ENTRIES]
+            errors = queue.change_visibility_many([(r, 0) for r in chunk])
+            released += sum(error is None for error in errors)
+            for error in errors:
+                if error is not None:
+                    log.warning(
+                        "release_failed",
+                        sqs_queue=queue.name,
+                        error=f"{error[0]}: {error[1]}",
+                    )
+    return released

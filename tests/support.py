@@ -1,0 +1,80 @@
+"""Helpers shared by the test tiers."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import json
+import typing as t
+
+if t.TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+
+def stop_after(cycles: int) -> cabc.Callable[[], bool]:
+    """A ``should_stop`` that lets the worker run exactly ``cycles`` polling cycles."""
+    calls = 0
+
+    def should_stop() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls > cycles
+
+    return should_stop
+
+
+def create_queue(
+    client: SQSClient,
+    name: str,
+    *,
+    fifo: bool = False,
+    visibility_timeout: int | None = None,
+    dead_letter_url: str | None = None,
+    max_receive_count: int = 3,
+    **attributes: str,
+) -> str:
+    """Create a queue (optionally FIFO, optionally with a redrive policy); return its URL."""
+    attrs: dict[str, str] = dict(attributes)
+    if fifo:
+        attrs.setdefault("FifoQueue", "true")
+        attrs.setdefault("ContentBasedDeduplication", "true")
+    if visibility_timeout is not None:
+        attrs["VisibilityTimeout"] = str(visibility_timeout)
+    if dead_letter_url is not None:
+        arn = client.get_queue_attributes(
+            QueueUrl=dead_letter_url, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
+        attrs["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": arn, "maxReceiveCount": str(max_receive_count)}
+        )
+    return client.create_queue(QueueName=name, Attributes=t.cast(t.Any, attrs))["QueueUrl"]
+
+
+def visible_messages(client: SQSClient, url: str) -> list[MessageTypeDef]:
+    """Receive (without hiding) every message visible on the queue now."""
+    seen: dict[str, MessageTypeDef] = {}
+    for _ in range(5):
+        response = client.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=0,
+            WaitTimeSeconds=0,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )
+        for message in response.get("Messages", []):
+            seen[message["MessageId"]] = message
+    return list(seen.values())
+
+
+def message_count(client: SQSClient, url: str) -> int:
+    """Visible + in flight + delayed messages on the queue (moto reports exactly)."""
+    attributes = client.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return sum(int(v) for v in attributes.values())
