@@ -78,6 +78,10 @@ class Delivery:
     queue: SqsQueue
     message: cabc.Mapping[str, t.Any]
     lease: Lease
+    #: The outcome once processed (None for a message that was not a job).
+    outcome: Outcome | None = None
+    #: The exception the handler raised, if any.
+    exception: BaseException | None = None
 
     @property
     def message_id(self) -> str:
@@ -178,7 +182,9 @@ class Processor:
         )
         run_at = _due_time(decoded, delivery.queue)
         if run_at is not None:
-            return self._finish(job, self._defer(delivery, run_at), time.monotonic())
+            return self._finish(
+                delivery, job, self._defer(delivery, run_at), time.monotonic()
+            )
         return self._run(delivery, job, handler)
 
     # -- messages that are not runnable jobs --
@@ -247,13 +253,16 @@ class Processor:
             log.exception("job_context_failed")
             self._heartbeat.release(lease)
             return self._finish(
-                job, self._settle(delivery, job, _Result(Outcome.RETRY, exc)), started
+                delivery,
+                job,
+                self._settle(delivery, job, _Result(Outcome.RETRY, exc)),
+                started,
             )
         try:
             result = self._call(delivery, job, handler)
             self._heartbeat.release(lease)
             result = self._settle(delivery, job, result)
-            outcome = self._finish(job, result, started)
+            outcome = self._finish(delivery, job, result, started)
         except BaseException as error:
             self._heartbeat.release(lease)
             context.__exit__(type(error), error, error.__traceback__)
@@ -393,7 +402,11 @@ class Processor:
 
     # -- reporting --
 
-    def _finish(self, job: Job, result: _Result, started: float) -> Outcome:
+    def _finish(
+        self, delivery: Delivery, job: Job, result: _Result, started: float
+    ) -> Outcome:
+        delivery.outcome = result.outcome
+        delivery.exception = result.exception
         duration_ms = round((time.monotonic() - started) * 1000, 2)
         fields: dict[str, t.Any] = {
             "outcome": result.outcome.value,

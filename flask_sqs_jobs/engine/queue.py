@@ -90,7 +90,7 @@ class SqsQueue:
         self.visibility_timeout = visibility_timeout
         self.retry_backoff_seconds = retry_backoff_seconds
         self._attributes: dict[str, str] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._dead_letter_url: str | None = None
         self._deletes: GroupCommit[str] = GroupCommit(self._delete_batch)
         self._visibility_changes: GroupCommit[tuple[str, int]] = GroupCommit(

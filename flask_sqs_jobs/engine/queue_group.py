@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import datetime
 import random
 import typing as t
 
@@ -180,7 +181,7 @@ class QueueGroup:
         message_deduplication_id: str | None = None,
         delay_seconds: int | None = None,
         message_attributes: dict[str, dict[str, t.Any]] | None = None,
-        run_at: t.Any = None,
+        run_at: datetime.datetime | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 

@@ -26,6 +26,8 @@ log = structlog.get_logger(__name__)
 #: How long a forced stop may spend releasing held messages before exiting.
 FORCED_RELEASE_SECONDS = 5.0
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: How often the main thread acts on signals its handler recorded.
+_SIGNAL_CHECK_SECONDS = 0.05
 
 
 def run_worker(
@@ -80,24 +82,27 @@ def run_until_signalled(worker: JobWorker) -> int:
     signals_seen: list[int] = []
 
     def handle(signum: int, frame: types.FrameType | None) -> None:
+        # Only record the signal: a second one may run this handler nested
+        # inside the first, and anything taking a lock here (logging does)
+        # would deadlock. The loop below acts on it.
         signals_seen.append(signum)
-        if len(signals_seen) == 1:
-            log.info(
-                "stop_signal_received",
-                signal=signal.Signals(signum).name,
-                action="graceful",
-            )
-            worker.request_stop()
-            return
-        log.warning(
-            "stop_signal_received", signal=signal.Signals(signum).name, action="forced"
-        )
-        _force_exit(worker, signum)
 
     previous = {sig: signal.signal(sig, handle) for sig in _STOP_SIGNALS}
     try:
         thread.start()
-        thread.join()
+        handled = 0
+        while thread.is_alive():
+            thread.join(_SIGNAL_CHECK_SECONDS)
+            while handled < len(signals_seen):
+                signum = signals_seen[handled]
+                handled += 1
+                name = signal.Signals(signum).name
+                if handled == 1:
+                    log.info("stop_signal_received", signal=name, action="graceful")
+                    worker.request_stop()
+                else:
+                    log.warning("stop_signal_received", signal=name, action="forced")
+                    _force_exit(worker, signum)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

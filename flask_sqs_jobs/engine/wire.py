@@ -165,7 +165,11 @@ def parse_run_at(value: str) -> dt.datetime | None:
         return None
     if parsed.tzinfo is None:
         return None
-    return parsed.astimezone(dt.UTC)
+    try:
+        return parsed.astimezone(dt.UTC)
+    except OverflowError:
+        # e.g. year 9999 at -14:00: valid ISO 8601, but past datetime.max in UTC.
+        return None
 
 
 def decode_attributes(attributes: object) -> tuple[JSONObject, dict[str, str]]:

@@ -308,7 +308,9 @@ class JobWorker:
                     return
         if self._idle_wait:
             self._idle = True
-            self._long_poll(ready, free)
+            # A queue whose receive just failed waits for its backoff.
+            now = time.monotonic()
+            self._long_poll([n for n in ready if self._health[n].ready(now)], free)
         elif not ready:
             self._sleep_until_a_queue_is_ready()
 
@@ -325,14 +327,18 @@ class JobWorker:
                         daemon=True,
                     ).start()
             completions = self._poll_completions
+            # Fixed here: once a backed-off queue is ready again it no longer
+            # counts in _next_ready_in(), so asking again would never say 0.
+            retry_in = self._next_ready_in()
+            retry_at = None if retry_in is None else time.monotonic() + retry_in
             while not (
                 self._stop_requested
                 or self._poll_completions != completions
                 or any(self._held.values())
             ):
-                timeout = self._next_ready_in()
-                if timeout is None and not self._polling:
+                if retry_at is None and not self._polling:
                     break
+                timeout = None if retry_at is None else retry_at - time.monotonic()
                 if timeout is not None and timeout <= 0:
                     break
                 self._cond.wait(timeout)
@@ -364,6 +370,11 @@ class JobWorker:
 
     def _receive(self, name: str, max_messages: int, wait_seconds: int) -> list[t.Any]:
         queue = self._group.queue(name)
+        if queue.is_fifo:
+            # One receive may return several messages of one group, and run in
+            # parallel they would break the group's order. Taken one at a time,
+            # SQS itself holds the group back until the message is deleted.
+            max_messages = 1
         try:
             if queue.visibility_timeout is None:
                 queue.resolve_visibility_timeout()

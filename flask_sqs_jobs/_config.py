@@ -1,0 +1,126 @@
+"""The ``SQS_JOBS_*`` configuration: read once, validated at ``init_app``."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import difflib
+import json
+import typing as t
+
+from .engine.queue_group import check_queue_definitions
+from .engine.wire import MAX_WAIT_SECONDS
+
+PREFIX = "SQS_JOBS_"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Validated settings; each field mirrors an ``SQS_JOBS_*`` key."""
+
+    #: ``SQS_JOBS_QUEUES``: logical name -> queue definition (required).
+    queues: dict[str, dict[str, t.Any]]
+    #: ``SQS_JOBS_ENDPOINT_URL``: the SQS endpoint, e.g. a local server.
+    endpoint_url: str | None = None
+    #: ``SQS_JOBS_REGION_NAME``: the AWS region; boto3 resolves it when None.
+    region_name: str | None = None
+    #: ``SQS_JOBS_IDLE_WAIT_SECONDS``: long-poll wait when every queue is empty.
+    idle_wait_seconds: int = 20
+    #: ``SQS_JOBS_REQUEST_ID_HEADER``: request header copied into ``request_id``.
+    request_id_header: str = "X-Request-ID"
+    #: ``SQS_JOBS_EAGER``: run handlers inline at enqueue (for tests).
+    eager: bool = False
+
+
+_KEYS = {f"{PREFIX}{field.name.upper()}": field for field in dataclasses.fields(Config)}
+
+
+def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
+    """Read and check every ``SQS_JOBS_*`` key of a Flask config.
+
+    :raises ValueError, TypeError: a key is unknown, missing or has a bad
+        value; the message names the key, the value and the fix.
+    """
+    for key in config:
+        if isinstance(key, str) and key.startswith(PREFIX) and key not in _KEYS:
+            close = difflib.get_close_matches(key, _KEYS, n=1)
+            hint = f" Did you mean {close[0]}?" if close else ""
+            raise ValueError(
+                f"{key} is not a flask-sqs-jobs setting.{hint} Valid keys:"
+                f" {', '.join(sorted(_KEYS))}."
+            )
+    if f"{PREFIX}QUEUES" not in config:
+        raise ValueError(
+            "SQS_JOBS_QUEUES is required: set it to a dict of logical queue name ->"
+            ' definition, e.g. {"default": {"name": "my-app-jobs"}}'
+        )
+    return Config(
+        queues=_queues(config[f"{PREFIX}QUEUES"]),
+        endpoint_url=_optional_str(config, "ENDPOINT_URL"),
+        region_name=_optional_str(config, "REGION_NAME"),
+        idle_wait_seconds=_idle_wait(config.get(f"{PREFIX}IDLE_WAIT_SECONDS", 20)),
+        request_id_header=_header(
+            config.get(f"{PREFIX}REQUEST_ID_HEADER", "X-Request-ID")
+        ),
+        eager=_bool(config, "EAGER"),
+    )
+
+
+def _queues(value: object) -> dict[str, dict[str, t.Any]]:
+    key = f"{PREFIX}QUEUES"
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError(
+                f"{key} is a string that is not JSON: {value!r}. Set a dict, or JSON"
+                ' such as \'{"default": {"name": "my-app-jobs"}}\''
+            ) from None
+    if not isinstance(value, cabc.Mapping):
+        raise TypeError(
+            f"{key} must be a dict of logical queue name -> definition;"
+            f" got {type(value).__name__}"
+        )
+    try:
+        check_queue_definitions(value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{key}: {exc}") from None
+    return {name: dict(definition) for name, definition in value.items()}
+
+
+def _optional_str(config: cabc.Mapping[str, t.Any], name: str) -> str | None:
+    value = config.get(f"{PREFIX}{name}")
+    if value is not None and (not isinstance(value, str) or not value):
+        raise TypeError(
+            f"{PREFIX}{name} must be a non-empty str or None; got {value!r}"
+        )
+    return value
+
+
+def _idle_wait(value: object) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= MAX_WAIT_SECONDS
+    ):
+        raise ValueError(
+            f"{PREFIX}IDLE_WAIT_SECONDS must be an int 0..{MAX_WAIT_SECONDS} (the SQS"
+            f" long-poll maximum); got {value!r}"
+        )
+    return value
+
+
+def _header(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(
+            f"{PREFIX}REQUEST_ID_HEADER must be a header name such as 'X-Request-ID';"
+            f" got {value!r}"
+        )
+    return value
+
+
+def _bool(config: cabc.Mapping[str, t.Any], name: str) -> bool:
+    value = config.get(f"{PREFIX}{name}", False)
+    if not isinstance(value, bool):
+        raise TypeError(f"{PREFIX}{name} must be True or False; got {value!r}")
+    return value

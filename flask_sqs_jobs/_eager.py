@@ -1,0 +1,123 @@
+"""Eager mode: enqueue runs the handler inline, through the real processing path."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import time
+import typing as t
+import uuid
+
+import structlog
+
+from .engine.handlers import JobHandler
+from .engine.heartbeat import Heartbeat
+from .engine.heartbeat import Lease
+from .engine.job import Job
+from .engine.processor import Delivery
+from .engine.processor import Processor
+from .engine.producer import build_send_params
+from .engine.producer import check_job_type
+from .engine.producer import check_payload
+from .engine.producer import SendOptions
+from .engine.queue import CallError
+from .engine.queue import SqsQueue
+from .engine.queue_group import QueueGroup
+
+job_log = structlog.get_logger("flask_sqs_jobs.job")
+
+
+class EagerQueue(SqsQueue):
+    """A queue that never calls SQS: nothing to read, delete or release."""
+
+    def attributes(self) -> dict[str, str]:
+        return {}
+
+    def resolve_visibility_timeout(self) -> int:
+        return 0
+
+    def redrive_policy(self) -> tuple[str, int] | None:
+        return None
+
+    def delete(self, receipt_handle: str) -> CallError:
+        return None
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> CallError:
+        return None
+
+
+class EagerQueueGroup(QueueGroup):
+    """A :class:`QueueGroup` whose sends run the job at once in this thread.
+
+    The job still makes the JSON round trip, passes the middleware, runs in a
+    fresh app context and sends the signals. Delays and ``run_at`` are ignored:
+    the job runs now. An exception raised by the handler propagates to the
+    caller of ``enqueue``, so a test sees it.
+    """
+
+    def __init__(
+        self,
+        queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
+        handlers: cabc.Mapping[str, JobHandler],
+        **kwargs: t.Any,
+    ) -> None:
+        super().__init__(queues, **kwargs)
+        self._eager_handlers = handlers
+        self._processor = Processor(self, handlers, Heartbeat())
+
+    def send_job(self, job: Job, options: SendOptions) -> str:
+        sqs_queue = self.queue(job.queue)
+        check_job_type(job.job_type)
+        check_payload(job.payload)
+        if job.job_type not in self._eager_handlers:
+            raise LookupError(
+                f"SQS_JOBS_EAGER: no handler is registered for job type"
+                f" {job.job_type!r}; register one with @jobs.handler({job.job_type!r})"
+            )
+        now_options = SendOptions(
+            message_group_id=options.message_group_id,
+            message_deduplication_id=options.message_deduplication_id,
+            message_attributes=options.message_attributes,
+        )
+        params, _ = build_send_params(sqs_queue, job.queue, job, now_options)
+        message_id = str(uuid.uuid4())
+        job_log.info(
+            "job_enqueued",
+            queue=job.queue,
+            job_type=job.job_type,
+            message_id=message_id,
+            eager=True,
+        )
+        self.hooks.job_enqueued(job, message_id)
+        attributes = {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": str(int(time.time() * 1000)),
+        }
+        if options.message_group_id is not None:
+            attributes["MessageGroupId"] = options.message_group_id
+        receipt = f"eager-{message_id}"
+        message = {
+            "MessageId": message_id,
+            "ReceiptHandle": receipt,
+            "Body": params["MessageBody"],
+            "MessageAttributes": params.get("MessageAttributes", {}),
+            "Attributes": attributes,
+        }
+        lease = Lease(sqs_queue, job.queue, receipt, message_id, time.monotonic())
+        delivery = Delivery(job.queue, sqs_queue, message, lease)
+        self._processor.process(delivery)
+        if delivery.exception is not None:
+            raise delivery.exception
+        return message_id
+
+
+def eager_queue(definition: cabc.Mapping[str, t.Any]) -> EagerQueue:
+    """Return an offline queue for a checked ``SQS_JOBS_QUEUES`` definition."""
+    url = definition.get("url") or f"eager:///{definition['name']}"
+    options = {
+        key: definition[key]
+        for key in ("max_runtime_seconds", "retry_backoff_seconds")
+        if key in definition
+    }
+    return EagerQueue(
+        url, boto_client=t.cast(t.Any, None), visibility_timeout=0, **options
+    )

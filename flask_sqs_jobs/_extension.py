@@ -1,0 +1,306 @@
+"""SQSJobs: the Flask extension."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import datetime
+import threading
+import typing as t
+import weakref
+
+import boto3
+from botocore.config import Config as BotoConfig
+from flask import current_app
+from flask import Flask
+from flask import Response
+
+from ._config import Config
+from ._config import load_config
+from ._eager import eager_queue
+from ._eager import EagerQueueGroup
+from ._hooks import FlaskHooks
+from ._request_id import add_request_id_header
+from ._request_id import current_request_id
+from .engine.handlers import HandlerFunc
+from .engine.handlers import JobHandler
+from .engine.job import JSONObject
+from .engine.middleware import JobMiddleware
+from .engine.queue_group import QueueGroup
+from .engine.worker import JobWorker
+
+if t.TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+
+F = t.TypeVar("F", bound=HandlerFunc)
+
+#: Extra pooled connections beyond one per job thread: long polls, heartbeat,
+#: deletes and visibility changes run beside the jobs.
+_SPARE_CONNECTIONS = 8
+
+
+@dataclasses.dataclass
+class _State:
+    """What the extension keeps per app."""
+
+    config: Config
+    hooks: FlaskHooks
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    client: SQSClient | None = None
+    group: QueueGroup | None = None
+
+
+class SQSJobs:
+    """Background jobs through Amazon SQS for a Flask app.
+
+    Create it once, register handlers on it, and bind it to the app (in an
+    application factory, call :meth:`init_app`)::
+
+        jobs = SQSJobs()
+
+        @jobs.handler("send_welcome_email")
+        def send_welcome_email(payload: dict) -> None: ...
+
+        def create_app() -> Flask:
+            app = Flask(__name__)
+            app.config["SQS_JOBS_QUEUES"] = {"default": {"name": "my-app-jobs"}}
+            jobs.init_app(app)
+            return app
+
+    The configuration is read once, in :meth:`init_app`. The boto3 client is
+    created on first use, unless one is given.
+
+    :param app: the app to bind to now.
+    :param boto_client: a boto3 SQS client to use instead of creating one from
+        the configuration.
+    :param middleware: :class:`JobMiddleware` instances, outermost first.
+    """
+
+    def __init__(
+        self,
+        app: Flask | None = None,
+        *,
+        boto_client: SQSClient | None = None,
+        middleware: cabc.Sequence[JobMiddleware] = (),
+    ) -> None:
+        self._boto_client = boto_client
+        self.middleware: tuple[JobMiddleware, ...] = tuple(middleware)
+        #: job type -> handler, shared by every app this instance is bound to.
+        self.handlers: dict[str, JobHandler] = {}
+        self._state: weakref.WeakKeyDictionary[Flask, _State] = (
+            weakref.WeakKeyDictionary()
+        )
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: Flask) -> None:
+        """Read and check the app's ``SQS_JOBS_*`` config and bind to the app.
+
+        Registers the ``flask sqs-worker`` and ``flask sqs-jobs`` commands and
+        the request-id hook.
+
+        :raises RuntimeError: the app already has flask-sqs-jobs.
+        :raises ValueError, TypeError: the configuration is wrong; the message
+            names the key, the value and the fix.
+        """
+        if "sqs_jobs" in app.extensions:
+            raise RuntimeError(
+                "flask-sqs-jobs is already initialised on this app. Import and use the"
+                " existing SQSJobs instance instead of creating a second one."
+            )
+        config = load_config(app.config)
+        self._state[app] = _State(config=config, hooks=FlaskHooks(app))
+        app.extensions["sqs_jobs"] = self
+
+        header = config.request_id_header
+
+        def request_id_header(response: Response) -> Response:
+            return add_request_id_header(response, header)
+
+        app.after_request(request_id_header)
+
+        from .cli import jobs_command
+        from .cli import worker_command
+
+        app.cli.add_command(worker_command)
+        app.cli.add_command(jobs_command)
+
+    def handler(
+        self, job_type: str, *, max_runtime_seconds: float | None = None
+    ) -> cabc.Callable[[F], F]:
+        """Register the decorated function as the handler of ``job_type``.
+
+        The function takes the job's payload (a dict); it may be ``async def``.
+        Delivery is at least once, so make it idempotent.
+
+        :param max_runtime_seconds: overrides the queue's limit for this job type.
+        """
+        if not isinstance(job_type, str) or not job_type:
+            raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
+
+        def decorator(func: F) -> F:
+            existing = self.handlers.get(job_type)
+            if existing is not None and existing.func is not func:
+                raise ValueError(
+                    f"job type {job_type!r} already has a handler"
+                    f" ({existing.func.__module__}.{existing.func.__qualname__});"
+                    " each job type has exactly one"
+                )
+            self.handlers[job_type] = JobHandler(func, max_runtime_seconds)
+            return func
+
+        return decorator
+
+    # -- per-app state --------------------------------------------------------
+
+    def _get_state(self, app: Flask | None = None) -> _State:
+        if app is None:
+            app = current_app._get_current_object()  # type: ignore[attr-defined]
+        try:
+            return self._state[app]
+        except KeyError:
+            raise RuntimeError(
+                "flask-sqs-jobs is not initialised on this app; call"
+                " jobs.init_app(app) in your application factory."
+            ) from None
+
+    def config(self, app: Flask | None = None) -> Config:
+        """The validated configuration of ``app`` (the current app by default)."""
+        return self._get_state(app).config
+
+    def client(self, app: Flask | None = None) -> SQSClient:
+        """The boto3 SQS client of ``app``, created from its config on first use."""
+        state = self._get_state(app)
+        if state.client is None:
+            with state.lock:
+                if state.client is None:
+                    state.client = self._boto_client or _make_client(state.config)
+        return state.client
+
+    def queues(self, app: Flask | None = None) -> QueueGroup:
+        """The :class:`QueueGroup` of ``app``, built on first use.
+
+        Queue names are looked up with GetQueueUrl the first time each queue
+        is used. In eager mode the group never calls SQS.
+        """
+        state = self._get_state(app)
+        if state.group is None:
+            client = None if state.config.eager else self.client(app)
+            with state.lock:
+                if state.group is None:
+                    state.group = self._build_group(state, client)
+        return state.group
+
+    def _build_group(self, state: _State, client: SQSClient | None) -> QueueGroup:
+        config = state.config
+        if client is None:
+            definitions = {
+                name: {"queue": eager_queue(d), "weight": d.get("weight", 1)}
+                for name, d in config.queues.items()
+            }
+            return EagerQueueGroup(
+                definitions,
+                self.handlers,
+                middleware=self.middleware,
+                hooks=state.hooks,
+            )
+        return QueueGroup.build(
+            boto_client=client,
+            queues=config.queues,
+            middleware=self.middleware,
+            hooks=state.hooks,
+            resolve=False,
+        )
+
+    # -- producing -------------------------------------------------------------
+
+    def enqueue(
+        self,
+        queue: str,
+        job_type: str,
+        payload: JSONObject | None = None,
+        *,
+        correlation_fields: JSONObject | None = None,
+        message_group_id: str | None = None,
+        message_deduplication_id: str | None = None,
+        delay_seconds: int | None = None,
+        message_attributes: dict[str, dict[str, t.Any]] | None = None,
+        run_at: datetime.datetime | None = None,
+    ) -> str:
+        """Send a job to the logical ``queue``; return its SQS MessageId.
+
+        Works wherever the app is current (views, CLI commands, the shell).
+        Inside a request the correlation fields gain ``request_id``. The
+        options are those of :meth:`QueueGroup.enqueue`; everything is checked
+        before anything is sent.
+        """
+        state = self._get_state()
+        fields = _with_request_id(correlation_fields, state.config.request_id_header)
+        return self.queues().enqueue(
+            queue,
+            job_type,
+            payload,
+            correlation_fields=fields,
+            message_group_id=message_group_id,
+            message_deduplication_id=message_deduplication_id,
+            delay_seconds=delay_seconds,
+            message_attributes=message_attributes,
+            run_at=run_at,
+        )
+
+    # -- consuming -------------------------------------------------------------
+
+    def create_worker(
+        self,
+        app: Flask | None = None,
+        *,
+        queues: cabc.Iterable[str] | None = None,
+        concurrency: int = 1,
+        idle_wait_seconds: int | None = None,
+        should_stop: cabc.Callable[[], bool] | None = None,
+    ) -> JobWorker:
+        """Return a :class:`JobWorker` for the app's handlers.
+
+        :param queues: logical queue names to poll (all by default).
+        :param idle_wait_seconds: defaults to ``SQS_JOBS_IDLE_WAIT_SECONDS``.
+        """
+        state = self._get_state(app)
+        group = self.queues(app)
+        if queues is not None:
+            group = group.subset(queues)
+        wait = idle_wait_seconds
+        return JobWorker(
+            group,
+            self.handlers,
+            should_stop=should_stop,
+            idle_wait_seconds=state.config.idle_wait_seconds if wait is None else wait,
+            concurrency=concurrency,
+        )
+
+
+def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | None:
+    request_id = current_request_id(header)
+    if request_id is None:
+        return fields
+    if fields is None:
+        return {"request_id": request_id}
+    if isinstance(fields, dict) and "request_id" not in fields:
+        return {"request_id": request_id, **fields}
+    return fields
+
+
+def _make_client(config: Config) -> SQSClient:
+    """Create the SQS client: timeouts that fit long polls, and a connection pool
+    large enough for the worker's threads."""
+    boto_config = BotoConfig(
+        connect_timeout=5,
+        read_timeout=config.idle_wait_seconds + 15,
+        retries={"mode": "standard", "max_attempts": 3},
+        max_pool_connections=64 + _SPARE_CONNECTIONS,
+    )
+    return boto3.client(
+        "sqs",
+        endpoint_url=config.endpoint_url,
+        region_name=config.region_name,
+        config=boto_config,
+    )
