@@ -35,6 +35,24 @@ MAX_RECEIVE_BACKOFF = 30.0
 EXIT_OK = 0
 EXIT_RECEIVE_FAILURES = 1
 
+_stop_event: contextvars.ContextVar[threading.Event] = contextvars.ContextVar(
+    "flask_sqs_jobs.worker_stop_event"
+)
+
+
+def pause(seconds: float) -> bool:
+    """Sleep up to ``seconds``, waking at once if the running worker is asked to stop.
+
+    For ``poll`` middleware that holds a worker back (e.g. while a deploy
+    drains): it returns True when a stop was requested. Outside a worker's
+    polling loop it simply sleeps.
+    """
+    event = _stop_event.get(None)
+    if event is None:
+        time.sleep(seconds)
+        return False
+    return event.wait(seconds)
+
 
 class _QueueHealth:
     """Receive failures of one queue and when it may be polled again."""
@@ -146,6 +164,10 @@ class JobWorker:
         signal), 1 when every queue failed to receive
         :data:`MAX_RECEIVE_FAILURES` times in a row.
         """
+        return contextvars.copy_context().run(self._run)
+
+    def _run(self) -> int:
+        _stop_event.set(self.stop_event)
         self._start_threads()
         self._resolve_queues()
         try:
