@@ -136,6 +136,22 @@ class Heartbeat:
             while lease.in_flight:
                 self._cond.wait()
 
+    def abandon(self, lease: Lease, reason: str) -> None:
+        """Give up ``lease`` for good: its job may no longer delete the message.
+
+        Like :meth:`release`, waits for an extension already in flight, so the
+        caller may then make the message visible again.
+        """
+        with self._cond:
+            if lease.failure is None:
+                lease.failure = reason
+            if lease.abort is not None:
+                lease.abort.set()
+            lease.tracked = False
+            self._leases.discard(lease)
+            while lease.in_flight:
+                self._cond.wait()
+
     def held(self) -> list[Lease]:
         with self._cond:
             return list(self._leases)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import contextlib
 import typing as t
+
+import structlog
 
 if t.TYPE_CHECKING:
     from .job import Job
     from .outcome import Outcome
+
+log = structlog.get_logger(__name__)
 
 
 class Hooks:
@@ -47,3 +52,52 @@ class Hooks:
 
     def worker_stopped(self, reason: str) -> None:
         """Called when a worker stopped, with why (``"stop_requested"``, ...)."""
+
+    def receive_failed(self, queue: str, error: BaseException) -> None:
+        """Called when receiving from the logical ``queue`` failed."""
+
+
+class MultiHooks(Hooks):
+    """Several :class:`Hooks` called in turn (contexts entered in order)."""
+
+    def __init__(self, hooks: cabc.Sequence[Hooks]) -> None:
+        self.hooks = tuple(hooks)
+
+    def job_context(self, job: Job) -> t.ContextManager[object]:
+        stack = contextlib.ExitStack()
+        with stack:
+            for hooks in self.hooks:
+                stack.enter_context(hooks.job_context(job))
+            return stack.pop_all()
+
+    def job_enqueued(self, job: Job, message_id: str) -> None:
+        self._each("job_enqueued", job, message_id)
+
+    def job_started(self, job: Job) -> None:
+        self._each("job_started", job)
+
+    def job_finished(
+        self,
+        job: Job,
+        outcome: Outcome,
+        duration_ms: float,
+        exception: BaseException | None,
+    ) -> None:
+        self._each("job_finished", job, outcome, duration_ms, exception)
+
+    def worker_started(self, queues: list[str]) -> None:
+        self._each("worker_started", queues)
+
+    def worker_stopped(self, reason: str) -> None:
+        self._each("worker_stopped", reason)
+
+    def receive_failed(self, queue: str, error: BaseException) -> None:
+        self._each("receive_failed", queue, error)
+
+    def _each(self, name: str, *args: t.Any) -> None:
+        """Call hook ``name`` on each; one that raises does not stop the others."""
+        for hooks in self.hooks:
+            try:
+                getattr(hooks, name)(*args)
+            except Exception:
+                log.exception("hook_failed", hook=name)

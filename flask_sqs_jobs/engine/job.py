@@ -37,6 +37,9 @@ class Job:
     #: How many times SQS delivered this message, this time included
     #: (consumer side).
     receive_count: int | None = None
+    #: When SQS accepted the message (its SentTimestamp), in seconds since the
+    #: epoch (consumer side; None when SQS did not say).
+    sent_at: float | None = None
     #: Set when the job passes its maximum runtime or the worker's shutdown
     #: deadline: a long handler may check it between steps and stop early.
     abort_requested: threading.Event = dataclasses.field(

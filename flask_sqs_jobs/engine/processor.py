@@ -8,6 +8,7 @@ import dataclasses
 import datetime as dt
 import math
 import random
+import threading
 import time
 import typing as t
 
@@ -21,6 +22,7 @@ from .handlers import call_handler
 from .handlers import JobHandler
 from .heartbeat import Heartbeat
 from .heartbeat import Lease
+from .hooks import Hooks
 from .job import Job
 from .job import JSONObject
 from .middleware import compose_consume
@@ -70,7 +72,7 @@ _LEVELS = {
 }
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class Delivery:
     """A received message the worker holds."""
 
@@ -82,6 +84,9 @@ class Delivery:
     outcome: Outcome | None = None
     #: The exception the handler raised, if any.
     exception: BaseException | None = None
+    #: Set when the job must stop early (its max runtime or the shutdown
+    #: deadline passed); the job's ``abort_requested``.
+    abort: threading.Event = dataclasses.field(default_factory=threading.Event)
 
     @property
     def message_id(self) -> str:
@@ -103,6 +108,14 @@ class Delivery:
         except ValueError:
             return 1
 
+    @property
+    def sent_at(self) -> float | None:
+        """When SQS accepted the message (SentTimestamp), in epoch seconds."""
+        try:
+            return int(self.system_attributes["SentTimestamp"]) / 1000
+        except (KeyError, ValueError):
+            return None
+
 
 @dataclasses.dataclass
 class _Result:
@@ -123,9 +136,10 @@ class Processor:
         group: QueueGroup,
         handlers: cabc.Mapping[str, JobHandler],
         heartbeat: Heartbeat,
+        hooks: Hooks | None = None,
     ) -> None:
         self._group = group
-        self._hooks = group.hooks
+        self._hooks = hooks or group.hooks
         self._middleware = group.middleware
         self._handlers = handlers
         self._heartbeat = heartbeat
@@ -179,6 +193,8 @@ class Processor:
             trace_headers=trace_headers,
             message_id=delivery.message_id,
             receive_count=delivery.receive_count,
+            sent_at=delivery.sent_at,
+            abort_requested=delivery.abort,
         )
         run_at = _due_time(decoded, delivery.queue)
         if run_at is not None:
@@ -244,8 +260,6 @@ class Processor:
         max_runtime = handler.max_runtime_seconds or delivery.queue.max_runtime_seconds
         if lease.tracked:
             self._heartbeat.start_job(lease, max_runtime, job.abort_requested)
-        else:
-            job.abort_requested.clear()
         try:
             context = self._hooks.job_context(job)
             context.__enter__()

@@ -17,9 +17,13 @@ from .handlers import close_thread_loop
 from .handlers import HandlerFunc
 from .handlers import JobHandler
 from .heartbeat import Heartbeat
+from .heartbeat import Lease
+from .hooks import Hooks
+from .hooks import MultiHooks
 from .middleware import compose_poll
 from .processor import Delivery
 from .processor import Processor
+from .queue import SqsQueue
 from .queue_group import QueueGroup
 from .wire import MAX_BATCH_ENTRIES
 from .wire import MAX_WAIT_SECONDS
@@ -100,6 +104,12 @@ class JobWorker:
         the worker gracefully.
     :param idle_wait_seconds: long-poll wait (0..20) when every queue is empty.
     :param concurrency: how many jobs may run at once.
+    :param shutdown_timeout: after a stop request, how long running jobs may
+        take; then their ``abort_requested`` is set, their messages are made
+        visible again for another worker, and :meth:`run` returns. None (the
+        default) waits for them.
+    :param hooks: extra :class:`Hooks` (metrics, ...) called beside the
+        group's own.
     """
 
     def __init__(
@@ -109,6 +119,9 @@ class JobWorker:
         should_stop: cabc.Callable[[], bool] | None = None,
         idle_wait_seconds: int = 20,
         concurrency: int = 1,
+        *,
+        shutdown_timeout: float | None = None,
+        hooks: cabc.Sequence[Hooks] = (),
     ) -> None:
         if not isinstance(queues, QueueGroup):
             raise TypeError(f"queues must be a QueueGroup; got {type(queues).__name__}")
@@ -128,18 +141,30 @@ class JobWorker:
             or concurrency < 1
         ):
             raise ValueError(f"concurrency must be an int >= 1; got {concurrency!r}")
+        if shutdown_timeout is not None and (
+            isinstance(shutdown_timeout, bool)
+            or not isinstance(shutdown_timeout, int | float)
+            or shutdown_timeout < 0
+        ):
+            raise ValueError(
+                "shutdown_timeout must be a number of seconds >= 0, or None to wait"
+                f" for running jobs; got {shutdown_timeout!r}"
+            )
         self._group = queues
         self._handlers = {name: as_job_handler(h) for name, h in handlers.items()}
         self._should_stop = should_stop or (lambda: False)
         self._idle_wait = idle_wait_seconds
         self._concurrency = concurrency
+        self._shutdown_timeout = shutdown_timeout
         self._names = list(queues.names)
+        self._hooks = MultiHooks([queues.hooks, *hooks]) if hooks else queues.hooks
 
         self._cond = threading.Condition()
         self._stop_requested = False
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = threading.Event()
         self._running = 0
+        self._active: set[Delivery] = set()
         self._held: dict[str, collections.deque[Delivery]] = {
             n: collections.deque() for n in self._names
         }
@@ -152,7 +177,9 @@ class JobWorker:
         self._work: collections.deque[Delivery] = collections.deque()
         self._threads: list[threading.Thread] = []
         self._heartbeat = Heartbeat()
-        self._processor = Processor(queues, self._handlers, self._heartbeat)
+        self._processor = Processor(
+            queues, self._handlers, self._heartbeat, self._hooks
+        )
         self._poll = compose_poll(queues.middleware, self._poll_cycle)
 
     # -- public API --
@@ -171,7 +198,7 @@ class JobWorker:
         self._start_threads()
         self._resolve_queues()
         try:
-            self._group.hooks.worker_started(list(self._names))
+            self._hooks.worker_started(list(self._names))
         except Exception:
             log.exception("hook_failed", hook="worker_started")
         log.info(
@@ -205,7 +232,7 @@ class JobWorker:
             self._shutdown()
         log.info("worker_stopped", reason=reason, exit_status=status)
         try:
-            self._group.hooks.worker_stopped(reason)
+            self._hooks.worker_stopped(reason)
         except Exception:
             log.exception("hook_failed", hook="worker_stopped")
         return status
@@ -278,9 +305,10 @@ class JobWorker:
             self._stop_requested = True
             self.stop_event.set()
         released = self._release_held()
+        abandoned = not self._wait_for_running_jobs()
+        if abandoned:
+            released += self._abandon_running_jobs()
         with self._cond:
-            while self._running or self._work:
-                self._cond.wait()
             while self._polling:
                 self._cond.wait()
         released += self._release_held()
@@ -288,9 +316,43 @@ class JobWorker:
             log.info("messages_released", count=released)
         with self._cond:
             self._cond.notify_all()
-        for thread in self._threads:
-            thread.join()
+        if not abandoned:
+            for thread in self._threads:
+                thread.join()
         self._heartbeat.stop()
+
+    def _wait_for_running_jobs(self) -> bool:
+        """Wait for running jobs (up to the shutdown timeout); True if all finished."""
+        deadline = (
+            None
+            if self._shutdown_timeout is None
+            else time.monotonic() + self._shutdown_timeout
+        )
+        with self._cond:
+            while self._running or self._work:
+                if deadline is None:
+                    self._cond.wait()
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def _abandon_running_jobs(self) -> int:
+        """Past the shutdown deadline: abort running jobs and release their messages."""
+        with self._cond:
+            deliveries = list(self._active) + list(self._work)
+            self._work.clear()
+        log.warning(
+            "shutdown_timeout_reached",
+            timeout_seconds=self._shutdown_timeout,
+            abandoned=len(deliveries),
+        )
+        for delivery in deliveries:
+            delivery.abort.set()
+            self._heartbeat.abandon(delivery.lease, "shutdown_timeout")
+        return _release([d.lease for d in deliveries], even_failed=True)
 
     def _release_held(self) -> int:
         with self._cond:
@@ -426,6 +488,10 @@ class JobWorker:
             retry_in_seconds=round(backoff, 2),
             error=health.last_error,
         )
+        try:
+            self._hooks.receive_failed(name, error)
+        except Exception:
+            log.exception("hook_failed", hook="receive_failed")
 
     def _every_queue_broken(self) -> bool:
         return all(h.failures >= MAX_RECEIVE_FAILURES for h in self._health.values())
@@ -475,30 +541,34 @@ class JobWorker:
         try:
             while True:
                 with self._cond:
-                    while not self._work and not (
-                        self._stop_requested and not self._running
-                    ):
+                    while not self._work and not self._stop_requested:
                         self._cond.wait()
                     if not self._work:
                         return
                     delivery = self._work.popleft()
+                    self._active.add(delivery)
                 try:
                     self._processor.process(delivery)
                 except BaseException:
                     log.exception("job_thread_error", message_id=delivery.message_id)
                 finally:
                     with self._cond:
+                        self._active.discard(delivery)
                         self._running -= 1
                         self._cond.notify_all()
         finally:
             close_thread_loop()
 
 
-def _release(leases: cabc.Sequence[t.Any]) -> int:
-    """Set the visibility of each lease's message to 0, in batches per queue."""
-    by_queue: dict[t.Any, list[str]] = collections.defaultdict(list)
+def _release(leases: cabc.Sequence[Lease], *, even_failed: bool = False) -> int:
+    """Set the visibility of each lease's message to 0, in batches per queue.
+
+    Failed leases are skipped (the message may be someone else's by now)
+    unless ``even_failed``: a lease this worker abandoned itself is still its own.
+    """
+    by_queue: dict[SqsQueue, list[str]] = collections.defaultdict(list)
     for lease in leases:
-        if not lease.failed:
+        if even_failed or not lease.failed:
             by_queue[lease.queue].append(lease.receipt_handle)
     released = 0
     for queue, receipts in by_queue.items():
