@@ -22,6 +22,7 @@ from ._eager import EagerQueueGroup
 from ._hooks import FlaskHooks
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
+from .engine.batch_enqueue import JobSpec
 from .engine.handlers import HandlerFunc
 from .engine.handlers import JobHandler
 from .engine.job import JSONObject
@@ -247,6 +248,24 @@ class SQSJobs:
             message_attributes=message_attributes,
             run_at=run_at,
         )
+
+    def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:
+        """Send many jobs with SendMessageBatch; see :meth:`QueueGroup.enqueue_many`.
+
+        Inside a request each job's correlation fields gain ``request_id``.
+        """
+        state = self._get_state()
+        header = state.config.request_id_header
+        specs: list[JobSpec] = []
+        for spec in jobs:
+            if isinstance(spec, tuple) and len(spec) == 2:
+                spec = {"job_type": spec[0], "payload": spec[1]}
+            if isinstance(spec, cabc.Mapping):
+                fields = _with_request_id(spec.get("correlation_fields"), header)
+                if fields is not None:
+                    spec = {**spec, "correlation_fields": fields}
+            specs.append(spec)
+        return self.queues().enqueue_many(queue, specs)
 
     # -- consuming -------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from .queue import SqsQueue
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
+    from .batch_enqueue import JobSpec
     from .handlers import HandlerFunc
     from .handlers import JobHandler
 
@@ -216,6 +217,24 @@ class QueueGroup:
             return self.send_job(job, options)
 
         return compose_produce(self.middleware, send)(job)
+
+    def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:
+        """Send many jobs with SendMessageBatch; return their MessageIds in order.
+
+        Each job is a ``(job_type, payload)`` pair or a dict with ``job_type``,
+        ``payload`` and any :meth:`enqueue` option. Every job is checked before
+        any is sent; requests carry at most ten jobs and stay within the
+        queue's size limit.
+
+        :raises TypeError, ValueError: a job is wrong (the message names its
+            index); nothing was sent.
+        :raises EnqueueBatchError: SQS refused some jobs; ``.enqueued`` lists
+            ``(index, message_id)`` of those sent, ``.failed`` lists
+            ``(index, code, message)`` of the others.
+        """
+        from .batch_enqueue import enqueue_many
+
+        return enqueue_many(self, queue, jobs)
 
     def send_job(self, job: Job, options: SendOptions) -> str:
         """Send an already validated job: the end of the ``produce`` chain.
