@@ -25,6 +25,7 @@ from ._request_id import current_request_id
 from .engine.batch_enqueue import JobSpec
 from .engine.handlers import HandlerFunc
 from .engine.handlers import JobHandler
+from .engine.hooks import Hooks
 from .engine.job import JSONObject
 from .engine.middleware import JobMiddleware
 from .engine.queue_group import QueueGroup
@@ -277,11 +278,15 @@ class SQSJobs:
         concurrency: int = 1,
         idle_wait_seconds: int | None = None,
         should_stop: cabc.Callable[[], bool] | None = None,
+        shutdown_timeout: float | None = None,
+        hooks: cabc.Sequence[Hooks] = (),
     ) -> JobWorker:
         """Return a :class:`JobWorker` for the app's handlers.
 
         :param queues: logical queue names to poll (all by default).
         :param idle_wait_seconds: defaults to ``SQS_JOBS_IDLE_WAIT_SECONDS``.
+        :param shutdown_timeout: see :class:`JobWorker`.
+        :param hooks: extra engine hooks (metrics) beside the app's signals.
         """
         state = self._get_state(app)
         group = self.queues(app)
@@ -294,6 +299,8 @@ class SQSJobs:
             should_stop=should_stop,
             idle_wait_seconds=state.config.idle_wait_seconds if wait is None else wait,
             concurrency=concurrency,
+            shutdown_timeout=shutdown_timeout,
+            hooks=hooks,
         )
 
 

@@ -15,9 +15,11 @@ from flask.cli import with_appcontext
 
 from .engine.exceptions import QueueNotFoundError
 from .engine.runner import run_until_signalled
+from .health import HealthServer
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
+    from .contrib.prometheus import PrometheusMetrics
 
 log = structlog.get_logger(__name__)
 
@@ -76,9 +78,48 @@ def check_queue_names(jobs: SQSJobs, app: Flask, names: t.Iterable[str]) -> None
     help="Long-poll wait when every queue is empty."
     " Default: SQS_JOBS_IDLE_WAIT_SECONDS.",
 )
+@click.option(
+    "--health-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    envvar="FLASK_SQS_WORKER_HEALTH_PORT",
+    help="Serve GET /healthz and GET /metrics on this port. Default: off.",
+)
+@click.option(
+    "--health-host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar="FLASK_SQS_WORKER_HEALTH_HOST",
+    help="Address of the health server; 0.0.0.0 for probes from outside the pod.",
+)
+@click.option(
+    "--health-max-age",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    envvar="FLASK_SQS_WORKER_HEALTH_MAX_AGE",
+    help="/healthz answers 503 when no receive completed for this long and no"
+    " job runs.",
+)
+@click.option(
+    "--shutdown-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    envvar="FLASK_SQS_WORKER_SHUTDOWN_TIMEOUT",
+    help="After SIGTERM, how long running jobs may take before their messages are"
+    " released for another worker. Default: wait for them.",
+)
 @with_appcontext
 def worker_command(
-    queue_names: tuple[str, ...], concurrency: int, idle_wait: int | None
+    queue_names: tuple[str, ...],
+    concurrency: int,
+    idle_wait: int | None,
+    health_port: int | None,
+    health_host: str,
+    health_max_age: float,
+    shutdown_timeout: float | None,
 ) -> None:
     """Run a worker for this app's job handlers.
 
@@ -99,14 +140,43 @@ def worker_command(
             " SQS; turn it off for the worker"
         )
     check_queue_names(jobs, app, queue_names)
+    metrics = _metrics() if health_port is not None else None
     worker = jobs.create_worker(
         app,
         queues=queue_names or None,
         concurrency=concurrency,
         idle_wait_seconds=idle_wait,
+        shutdown_timeout=shutdown_timeout,
+        hooks=[metrics] if metrics is not None else (),
     )
     _check_queues_exist(jobs, app, queue_names or jobs.config(app).queues)
-    raise SystemExit(run_until_signalled(worker))
+    health = None
+    if health_port is not None:
+        if metrics is not None:
+            metrics.bind(worker)
+        health = HealthServer(
+            worker,
+            host=health_host,
+            port=health_port,
+            max_age=health_max_age,
+            metrics=metrics,
+        )
+        health.start()
+    try:
+        status = run_until_signalled(worker)
+    finally:
+        if health is not None:
+            health.stop()
+    raise SystemExit(status)
+
+
+def _metrics() -> PrometheusMetrics | None:
+    try:
+        from .contrib.prometheus import PrometheusMetrics
+    except ImportError as exc:
+        log.warning("metrics_unavailable", reason=str(exc))
+        return None
+    return PrometheusMetrics()
 
 
 def _check_queues_exist(jobs: SQSJobs, app: Flask, names: t.Iterable[str]) -> None:
