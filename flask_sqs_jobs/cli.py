@@ -5,14 +5,24 @@ Both are added to an app's CLI by :meth:`SQSJobs.init_app`.
 
 from __future__ import annotations
 
+import collections.abc as cabc
+import contextlib
+import json
 import typing as t
 
 import click
 import structlog
+from botocore.exceptions import BotoCoreError
+from botocore.exceptions import ClientError
 from flask import current_app
 from flask import Flask
 from flask.cli import with_appcontext
 
+from ._inspect import describe_dead_letter
+from ._inspect import make_visible
+from ._inspect import queue_stats
+from ._inspect import receive_all
+from ._inspect import redrive
 from .engine.exceptions import QueueNotFoundError
 from .engine.runner import run_until_signalled
 from .health import HealthServer
@@ -242,3 +252,194 @@ def local_server_command(port: int, host: str, create_queues: bool) -> None:
 
     app, jobs = current_app_and_jobs()
     run_local_server(host, port, jobs.config(app) if create_queues else None)
+
+
+class SqsError(click.ClickException):
+    """SQS refused a call or could not be reached: one ``Error: ...`` line, status 1."""
+
+    exit_code = 1
+
+
+@contextlib.contextmanager
+def sqs_errors(jobs: SQSJobs, app: Flask) -> cabc.Iterator[None]:
+    """Turn SQS and connection errors into one readable line (exit status 1)."""
+    try:
+        yield
+    except (BotoCoreError, ClientError) as exc:
+        endpoint = jobs.config(app).endpoint_url or "AWS"
+        raise SqsError(f"SQS call failed ({endpoint}): {exc}") from None
+
+
+def _queue_url(jobs: SQSJobs, app: Flask, name: str) -> str:
+    check_queue_names(jobs, app, [name])
+    try:
+        return jobs.queues(app).queue(name).url
+    except QueueNotFoundError as exc:
+        raise ConfigurationError(f"queue {name!r}: {exc}") from None
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    )
+
+
+@jobs_command.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@with_appcontext
+def stats_command(as_json: bool) -> None:
+    """Show visible, in-flight and delayed messages per queue and dead-letter queue.
+
+    The counts are SQS's approximate ones.
+    """
+    app, jobs = current_app_and_jobs()
+    client = jobs.client(app)
+    report = []
+    with sqs_errors(jobs, app):
+        for name in jobs.config(app).queues:
+            url = _queue_url(jobs, app, name)
+            stats = queue_stats(client, url)
+            dlq = stats.pop("dead_letter_url")
+            entry: dict[str, t.Any] = {"queue": name, "url": url, **stats}
+            entry["dead_letter"] = (
+                {
+                    "url": dlq,
+                    **{
+                        k: v
+                        for k, v in queue_stats(client, dlq).items()
+                        if k != "dead_letter_url"
+                    },
+                }
+                if dlq
+                else None
+            )
+            report.append(entry)
+    if as_json:
+        click.echo(json.dumps({"queues": report}, indent=2))
+        return
+    rows = [["QUEUE", "VISIBLE", "IN FLIGHT", "DELAYED"]]
+    for entry in report:
+        rows.append([entry["queue"], *(str(entry[k]) for k in _COUNTS)])
+        if entry["dead_letter"]:
+            dlq = entry["dead_letter"]
+            rows.append(
+                [f"  {entry['queue']} (dead letters)", *(str(dlq[k]) for k in _COUNTS)]
+            )
+    click.echo(_table(rows))
+
+
+_COUNTS = ("visible", "in_flight", "delayed")
+
+
+@jobs_command.group("dlq")
+def dlq_command() -> None:
+    """Inspect and redrive dead letters."""
+
+
+def _dead_letter_queue(jobs: SQSJobs, app: Flask, name: str) -> tuple[str, str]:
+    url = _queue_url(jobs, app, name)
+    dlq = queue_stats(jobs.client(app), url)["dead_letter_url"]
+    if dlq is None:
+        raise ConfigurationError(
+            f"queue {name!r} has no dead-letter queue (no RedrivePolicy); add one,"
+            " e.g. with `flask sqs-jobs create-queues`"
+        )
+    return url, dlq
+
+
+@dlq_command.command("list")
+@click.argument("queue")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@with_appcontext
+def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
+    """Show the dead letters of QUEUE (a logical name) without consuming them."""
+    app, jobs = current_app_and_jobs()
+    client = jobs.client(app)
+    with sqs_errors(jobs, app):
+        _, dlq = _dead_letter_queue(jobs, app, queue)
+        messages = receive_all(client, dlq, limit)
+        make_visible(client, dlq, messages)
+    letters = [describe_dead_letter(m) for m in messages]
+    if as_json:
+        click.echo(json.dumps({"queue": queue, "dead_letters": letters}, indent=2))
+        return
+    if not letters:
+        click.echo(f"no dead letters for {queue!r}")
+    for letter in letters:
+        reason = letter["dead_letter"] or {}
+        click.echo(f"{letter['message_id']}  job_type={letter['job_type']}")
+        if reason:
+            click.echo(
+                f"  reason: {reason.get('error_type')}: {reason.get('error')}"
+                f" (failed {reason.get('failed_at')}, receive"
+                f" {reason.get('receive_count')}, from {reason.get('source_queue')})"
+            )
+        else:
+            click.echo("  reason: unknown (moved by SQS's redrive policy)")
+        if letter["payload"] is not None:
+            click.echo(f"  payload: {json.dumps(letter['payload'])}")
+        else:
+            click.echo(f"  body (not a job): {letter['body']!r}")
+
+
+@dlq_command.command("redrive")
+@click.argument("queue")
+@click.option("--job-type", default=None, help="Move only dead letters of this type.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="Move at most N."
+)
+@with_appcontext
+def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> None:
+    """Move dead letters of QUEUE (a logical name) back to it, to run again."""
+    app, jobs = current_app_and_jobs()
+    with sqs_errors(jobs, app):
+        url, dlq = _dead_letter_queue(jobs, app, queue)
+        moved, skipped = redrive(
+            jobs.client(app), dlq, url, job_type=job_type, limit=limit
+        )
+    click.echo(f"moved {moved} dead letter(s) back to {queue!r}; {skipped} left")
+
+
+@jobs_command.command("enqueue")
+@click.argument("queue")
+@click.argument("job_type")
+@click.argument("payload_json", default="{}")
+@click.option("--group-id", default=None, help="MessageGroupId (FIFO queues).")
+@click.option(
+    "--delay", type=click.IntRange(min=0), default=None, help="Delay in seconds."
+)
+@with_appcontext
+def enqueue_command(
+    queue: str,
+    job_type: str,
+    payload_json: str,
+    group_id: str | None,
+    delay: int | None,
+) -> None:
+    """Send one job by hand; PAYLOAD_JSON is a JSON object (default {})."""
+    app, jobs = current_app_and_jobs()
+    check_queue_names(jobs, app, [queue])
+    try:
+        payload = json.loads(payload_json)
+    except ValueError as exc:
+        raise ConfigurationError(f"PAYLOAD_JSON is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise ConfigurationError(
+            "PAYLOAD_JSON must be a JSON object, e.g. '{\"id\": 1}'"
+        )
+    with sqs_errors(jobs, app):
+        try:
+            message_id = jobs.enqueue(
+                queue, job_type, payload, message_group_id=group_id, delay_seconds=delay
+            )
+        except QueueNotFoundError as exc:
+            raise ConfigurationError(str(exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(str(exc)) from None
+    click.echo(message_id)
