@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import typing as t
 import urllib.parse
 
@@ -38,6 +39,10 @@ _ATTRIBUTE_NAMES: list[t.Any] = [
     "ContentBasedDeduplication",
     "RedrivePolicy",
 ]
+
+#: After a failed read of a queue's attributes, how long the defaults are used
+#: before reading again.
+ATTRIBUTES_RETRY_SECONDS = 60.0
 
 #: Error codes of GetQueueUrl & co. for a queue that does not exist.
 QUEUE_DOES_NOT_EXIST_CODES = frozenset(
@@ -90,6 +95,7 @@ class SqsQueue:
         self.visibility_timeout = visibility_timeout
         self.retry_backoff_seconds = retry_backoff_seconds
         self._attributes: dict[str, str] | None = None
+        self._attributes_failed_at = -ATTRIBUTES_RETRY_SECONDS
         self._lock = threading.RLock()
         self._dead_letter_url: str | None = None
         self._deletes: GroupCommit[str] = GroupCommit(self._delete_batch)
@@ -149,29 +155,44 @@ class SqsQueue:
     # -- queue attributes --
 
     def attributes(self) -> dict[str, str]:
-        """Return the queue's attributes, read once; empty if they cannot be read."""
-        if self._attributes is None:
-            with self._lock:
-                if self._attributes is None:
-                    try:
-                        self._attributes = self.read_attributes()
-                    except Exception as exc:
-                        log.warning(
-                            "queue_attributes_unavailable",
-                            sqs_queue=self.name,
-                            error=str(exc),
-                        )
-                        self._attributes = {}
-        return self._attributes
+        """Return the queue's attributes, read once; empty while they cannot be read.
+
+        After a failed read the defaults apply, and the read is tried again at
+        most every :data:`ATTRIBUTES_RETRY_SECONDS`, so enqueues do not pay
+        for it each time.
+        """
+        attributes = self._attributes
+        if attributes is not None:
+            return attributes
+        with self._lock:
+            if self._attributes is not None:
+                return self._attributes
+            now = time.monotonic()
+            if now - self._attributes_failed_at < ATTRIBUTES_RETRY_SECONDS:
+                return {}
+            try:
+                return self.read_attributes()
+            except Exception as exc:
+                self._attributes_failed_at = now
+                log.warning(
+                    "queue_attributes_unavailable", sqs_queue=self.name, error=str(exc)
+                )
+                return {}
 
     def read_attributes(self) -> dict[str, str]:
-        """Read the queue's attributes now (raises on failure) and cache them."""
+        """Read the queue's attributes now (raises on failure) and keep them."""
         response = self.client.get_queue_attributes(
             QueueUrl=self.url, AttributeNames=_ATTRIBUTE_NAMES
         )
         attributes = {str(k): v for k, v in response.get("Attributes", {}).items()}
         self._attributes = attributes
         return attributes
+
+    def ensure_attributes(self) -> dict[str, str]:
+        """Return the attributes, reading them first if needed; raises on failure."""
+        return (
+            self._attributes if self._attributes is not None else self.read_attributes()
+        )
 
     @property
     def max_message_size(self) -> int:
@@ -217,13 +238,24 @@ class SqsQueue:
                 return None
         return self._dead_letter_url
 
+    def prepare(self) -> None:
+        """Get ready to receive: learn the visibility timeout and redrive policy.
+
+        :raises Exception: no visibility timeout was given and the queue's
+            attributes cannot be read (a redrive policy is read best-effort).
+        """
+        if self.visibility_timeout is None:
+            self.resolve_visibility_timeout()
+        else:
+            self.attributes()
+
     def resolve_visibility_timeout(self) -> int:
         """Return the visibility timeout, reading the queue's when none was given.
 
         :raises Exception: the queue's attributes cannot be read.
         """
         if self.visibility_timeout is None:
-            attributes = self._attributes or self.read_attributes()
+            attributes = self.ensure_attributes()
             self.visibility_timeout = int(attributes.get("VisibilityTimeout", 30))
         return self.visibility_timeout
 

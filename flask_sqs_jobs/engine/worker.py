@@ -295,8 +295,7 @@ class JobWorker:
         """Read each queue's settings once; a failure counts as a receive failure."""
         for name, queue in self._group.items():
             try:
-                queue.resolve_visibility_timeout()
-                queue.redrive_policy()
+                queue.prepare()
             except Exception as exc:
                 self._record_failure(name, exc)
 
@@ -460,8 +459,7 @@ class JobWorker:
             # SQS itself holds the group back until the message is deleted.
             max_messages = 1
         try:
-            if queue.visibility_timeout is None:
-                queue.resolve_visibility_timeout()
+            queue.prepare()
             messages = queue.receive(max_messages, wait_seconds)
         except Exception as exc:
             self._record_failure(name, exc)
