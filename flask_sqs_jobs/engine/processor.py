@@ -365,7 +365,10 @@ class Processor:
         if base is None:
             return None
         delay = min(MAX_VISIBILITY_TIMEOUT, base * 2 ** (delivery.receive_count - 1))
-        return round(random.uniform(delay, min(MAX_VISIBILITY_TIMEOUT, 2 * delay)))
+        # Whole seconds within [d, 2d], as SQS takes only ints.
+        low = math.ceil(delay)
+        high = max(low, math.floor(min(MAX_VISIBILITY_TIMEOUT, 2 * delay)))
+        return random.randint(low, high)
 
     def _is_last_receive(self, delivery: Delivery) -> bool:
         policy = delivery.queue.redrive_policy()

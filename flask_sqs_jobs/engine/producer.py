@@ -189,6 +189,11 @@ def _resolve_delay(
         raise ValueError(
             "run_at must be timezone-aware, e.g. datetime.now(UTC) + timedelta(hours=2)"
         )
+    try:
+        run_at.astimezone(dt.UTC)
+    except OverflowError:
+        # The body carries run_at in UTC; year 9999 at -14:00 has no UTC form.
+        raise ValueError(f"run_at is out of range once in UTC; got {run_at}") from None
     remaining = (run_at - dt.datetime.now(dt.UTC)).total_seconds()
     if remaining <= MAX_DELAY_SECONDS:
         return max(0, math.ceil(remaining)), None
