@@ -410,8 +410,9 @@ class JobWorker:
                         daemon=True,
                     ).start()
             completions = self._poll_completions
-            # Fixed here: once a backed-off queue is ready again it no longer
-            # counts in _next_ready_in(), so asking again would never say 0.
+            # Computed once: a backed-off queue that is ready again drops out of
+            # _next_ready_in(), so asking in the loop would never reach 0 and
+            # the queue would wait for the other long polls to end.
             retry_in = self._next_ready_in()
             retry_at = None if retry_in is None else time.monotonic() + retry_in
             while not (
