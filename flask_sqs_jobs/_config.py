@@ -43,8 +43,11 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
     """
     for key in config:
         if isinstance(key, str) and key.startswith(PREFIX) and key not in _KEYS:
-            close = difflib.get_close_matches(key, _KEYS, n=1)
-            hint = f" Did you mean {close[0]}?" if close else ""
+            # Compare what follows the prefix: every key shares the prefix, so
+            # whole keys would always look close to some valid key.
+            suffixes = [k.removeprefix(PREFIX) for k in _KEYS]
+            close = difflib.get_close_matches(key.removeprefix(PREFIX), suffixes, n=1)
+            hint = f" Did you mean {PREFIX}{close[0]}?" if close else ""
             raise ValueError(
                 f"{key} is not a flask-sqs-jobs setting.{hint} Valid keys:"
                 f" {', '.join(sorted(_KEYS))}."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import contextvars
 import time
 import typing as t
 import uuid
@@ -104,7 +105,9 @@ class EagerQueueGroup(QueueGroup):
         }
         lease = Lease(sqs_queue, job.queue, receipt, message_id, time.monotonic())
         delivery = Delivery(job.queue, sqs_queue, message, lease)
-        self._processor.process(delivery)
+        # An empty context, as in a worker thread: the job sees no request (nor
+        # the caller's app context), so eager tests catch a handler that needs one.
+        contextvars.Context().run(self._processor.process, delivery)
         if delivery.exception is not None:
             raise delivery.exception
         return message_id

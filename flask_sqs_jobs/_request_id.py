@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import uuid
 
-from flask import g
 from flask import has_request_context
 from flask import request
 from flask import Response
@@ -13,21 +12,23 @@ from flask import Response
 #: Incoming ids longer than this, or with other characters, are replaced by a
 #: generated id: the header is untrusted and travels with every job.
 _ACCEPTABLE_ID = re.compile(r"[A-Za-z0-9._:/@+=-]{1,128}")
-_G_KEY = "_sqs_jobs_request_id"
+#: Where the id is kept: the WSGI environ is the request's own. (``g`` is not:
+#: a request reuses an app context that is already pushed, as in tests.)
+_ENVIRON_KEY = "flask_sqs_jobs.request_id"
 
 
 def current_request_id(header: str) -> str | None:
     """Return this request's id (from ``header``, or generated); None outside one."""
     if not has_request_context():
         return None
-    request_id: str | None = g.get(_G_KEY)
+    request_id: str | None = request.environ.get(_ENVIRON_KEY)
     if request_id is None:
         incoming = request.headers.get(header)
         if incoming is not None and _ACCEPTABLE_ID.fullmatch(incoming):
             request_id = incoming
         else:
             request_id = uuid.uuid4().hex
-        setattr(g, _G_KEY, request_id)
+        request.environ[_ENVIRON_KEY] = request_id
     return request_id
 
 

@@ -91,6 +91,11 @@ def work_off(
         (and is redelivered at once) cannot loop forever.
     """
     jobs: SQSJobs = app.extensions["sqs_jobs"]
+    if jobs.config(app).eager:
+        raise RuntimeError(
+            "work_off needs SQS (moto or a local server): with SQS_JOBS_EAGER on,"
+            " jobs already ran when they were enqueued"
+        )
     with record_finished(app) as finished:
         seen = -1
         idle_cycles = 0
@@ -99,10 +104,21 @@ def work_off(
             nonlocal seen, idle_cycles
             idle_cycles = idle_cycles + 1 if len(finished) == seen else 0
             seen = len(finished)
-            return idle_cycles >= 2 or len(finished) >= max_jobs
+            return idle_cycles >= 2
 
         worker = jobs.create_worker(
             app, queues=queues, idle_wait_seconds=0, should_stop=should_stop
         )
-        worker.run()
+        done = 0
+
+        def stop_at_max_jobs(sender: Flask, **extra: t.Any) -> None:
+            # Stop from the job's own thread, before its slot frees: checking
+            # in should_stop could let one more job start.
+            nonlocal done
+            done += 1
+            if done >= max_jobs:
+                worker.request_stop()
+
+        with signals.job_finished.connected_to(stop_at_max_jobs, sender=app):
+            worker.run()
     return finished

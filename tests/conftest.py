@@ -6,10 +6,17 @@ import typing as t
 import boto3
 import pytest
 import structlog
+import structlog.testing
+from flask import Flask
+from flask_sqs_jobs import SQSJobs
 from moto import mock_aws
 
+from tests.support import create_queue
+
 if t.TYPE_CHECKING:
+    from flask.testing import FlaskCliRunner
     from mypy_boto3_sqs.client import SQSClient
+    from structlog.typing import EventDict
 
 REGION = "us-east-1"
 
@@ -36,3 +43,92 @@ def sqs() -> cabc.Iterator[SQSClient]:
     """A boto3 SQS client talking to moto's in-process mock."""
     with mock_aws():
         yield boto3.client("sqs", region_name=REGION)
+
+
+# -- the Flask layer -----------------------------------------------------------
+
+
+@pytest.fixture
+def queue_urls(sqs: SQSClient) -> dict[str, str]:
+    """The SQS queues behind the test app's ``default`` and ``critical`` queues."""
+    return {
+        "default": create_queue(sqs, "app-default", visibility_timeout=30),
+        "critical": create_queue(sqs, "app-critical", visibility_timeout=30),
+    }
+
+
+@pytest.fixture
+def app_config(queue_urls: dict[str, str]) -> dict[str, t.Any]:
+    """The test app's ``SQS_JOBS_*`` settings; override this fixture to change them."""
+    return {
+        "SQS_JOBS_QUEUES": {
+            "default": {"name": "app-default"},
+            "critical": {"name": "app-critical", "weight": 3},
+        },
+        "SQS_JOBS_IDLE_WAIT_SECONDS": 0,
+    }
+
+
+@pytest.fixture
+def jobs() -> SQSJobs:
+    """A fresh extension: each test registers its own handlers."""
+    return SQSJobs()
+
+
+class MakeApp(t.Protocol):
+    def __call__(
+        self,
+        config: cabc.Mapping[str, t.Any] | None = None,
+        *,
+        extension: SQSJobs | None = None,
+    ) -> Flask: ...
+
+
+@pytest.fixture
+def make_app(sqs: SQSClient, app_config: dict[str, t.Any], jobs: SQSJobs) -> MakeApp:
+    """Build a test app from ``config`` (default ``app_config``) bound to ``jobs``.
+
+    Depends on ``sqs``, so moto's mock is active before any boto3 client exists.
+    """
+
+    def make(
+        config: cabc.Mapping[str, t.Any] | None = None,
+        *,
+        extension: SQSJobs | None = None,
+    ) -> Flask:
+        app = Flask(__name__)
+        app.config["TESTING"] = True
+        app.config.update(app_config if config is None else config)
+        (jobs if extension is None else extension).init_app(app)
+        return app
+
+    return make
+
+
+@pytest.fixture
+def bare_app(make_app: MakeApp) -> Flask:
+    """The test app, without the request context pytest-flask pushes for ``app``.
+
+    For code that must run outside any request: CLI commands, the shell.
+    """
+    return make_app()
+
+
+@pytest.fixture
+def app(bare_app: Flask) -> Flask:
+    """The test app. pytest-flask pushes a request context for each test using it."""
+    return bare_app
+
+
+@pytest.fixture
+def runner(bare_app: Flask) -> FlaskCliRunner:
+    return bare_app.test_cli_runner()
+
+
+@pytest.fixture
+def log_events() -> cabc.Iterator[list[EventDict]]:
+    """Captured structlog events, with the bound context merged in."""
+    with structlog.testing.capture_logs(
+        processors=[structlog.contextvars.merge_contextvars]
+    ) as events:
+        yield events

@@ -12,7 +12,7 @@ if t.TYPE_CHECKING:
 
 
 def stop_after(cycles: int) -> cabc.Callable[[], bool]:
-    """A ``should_stop`` that lets the worker run exactly ``cycles`` polling cycles."""
+    """A ``should_stop`` letting the worker run exactly ``cycles`` polling cycles."""
     calls = 0
 
     def should_stop() -> bool:
@@ -33,7 +33,7 @@ def create_queue(
     max_receive_count: int = 3,
     **attributes: str,
 ) -> str:
-    """Create a queue (optionally FIFO, optionally with a redrive policy); return its URL."""
+    """Create a queue (FIFO, with a redrive policy, ...) and return its URL."""
     attrs: dict[str, str] = dict(attributes)
     if fifo:
         attrs.setdefault("FifoQueue", "true")
@@ -47,7 +47,8 @@ def create_queue(
         attrs["RedrivePolicy"] = json.dumps(
             {"deadLetterTargetArn": arn, "maxReceiveCount": str(max_receive_count)}
         )
-    return client.create_queue(QueueName=name, Attributes=t.cast(t.Any, attrs))["QueueUrl"]
+    response = client.create_queue(QueueName=name, Attributes=t.cast(t.Any, attrs))
+    return response["QueueUrl"]
 
 
 def visible_messages(client: SQSClient, url: str) -> list[MessageTypeDef]:
