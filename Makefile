@@ -38,5 +38,13 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
+## make docs: the HTML documentation in docs/_build/html; any warning fails the build
+docs: $(VENV)/.docs-installed
+	$(BIN)/sphinx-build -E -W -b html docs docs/_build/html
+
+$(VENV)/.docs-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $@
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
