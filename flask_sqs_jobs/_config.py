@@ -14,6 +14,10 @@ from .engine.wire import MAX_WAIT_SECONDS
 PREFIX = "SQS_JOBS_"
 
 
+class AWSSetupError(ValueError):
+    """The AWS SDK lacks a setting it needs (a region), so no client can be made."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Validated settings; each field mirrors an ``SQS_JOBS_*`` key."""

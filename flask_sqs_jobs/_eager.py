@@ -10,10 +10,14 @@ import uuid
 
 import structlog
 
+from .engine.batch_enqueue import JobSpec
+from .engine.batch_enqueue import prepare_job
 from .engine.handlers import JobHandler
 from .engine.heartbeat import Heartbeat
 from .engine.heartbeat import Lease
 from .engine.job import Job
+from .engine.middleware import check_single_trace_injector
+from .engine.middleware import compose_produce
 from .engine.processor import Delivery
 from .engine.processor import Processor
 from .engine.producer import build_send_params
@@ -64,6 +68,22 @@ class EagerQueueGroup(QueueGroup):
         super().__init__(queues, **kwargs)
         self._eager_handlers = handlers
         self._processor = Processor(self, handlers, Heartbeat())
+
+    def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:
+        """Check every job, then run each one at once, in order."""
+        sqs_queue = self.queue(queue)
+        prepared = [
+            prepare_job(sqs_queue, queue, i, spec) for i, spec in enumerate(jobs)
+        ]
+        check_single_trace_injector(self.middleware)
+        message_ids = []
+        for job, options in prepared:
+
+            def send(job: Job, options: SendOptions = options) -> str:
+                return self.send_job(job, options)
+
+            message_ids.append(compose_produce(self.middleware, send)(job))
+        return message_ids
 
     def send_job(self, job: Job, options: SendOptions) -> str:
         sqs_queue = self.queue(job.queue)

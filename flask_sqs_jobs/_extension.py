@@ -11,10 +11,12 @@ import weakref
 
 import boto3
 from botocore.config import Config as BotoConfig
+from botocore.exceptions import NoRegionError
 from flask import current_app
 from flask import Flask
 from flask import Response
 
+from ._config import AWSSetupError
 from ._config import Config
 from ._config import load_config
 from ._eager import eager_queue
@@ -324,9 +326,15 @@ def _make_client(config: Config) -> SQSClient:
         retries={"mode": "standard", "max_attempts": 3},
         max_pool_connections=64 + _SPARE_CONNECTIONS,
     )
-    return boto3.client(
-        "sqs",
-        endpoint_url=config.endpoint_url,
-        region_name=config.region_name,
-        config=boto_config,
-    )
+    try:
+        return boto3.client(
+            "sqs",
+            endpoint_url=config.endpoint_url,
+            region_name=config.region_name,
+            config=boto_config,
+        )
+    except NoRegionError:
+        raise AWSSetupError(
+            "no AWS region is configured for SQS: set SQS_JOBS_REGION_NAME (or"
+            " FLASK_SQS_JOBS_REGION_NAME, or AWS_DEFAULT_REGION)"
+        ) from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
+import functools
 import json
 import typing as t
 
@@ -14,10 +15,12 @@ import click
 import structlog
 from botocore.exceptions import BotoCoreError
 from botocore.exceptions import ClientError
+from botocore.exceptions import NoCredentialsError
 from flask import current_app
 from flask import Flask
 from flask.cli import with_appcontext
 
+from ._config import AWSSetupError
 from ._inspect import describe_dead_letter
 from ._inspect import make_visible
 from ._inspect import queue_stats
@@ -39,6 +42,12 @@ EXIT_OK = 0
 EXIT_RECEIVE_FAILURES = 1
 #: A usage or configuration error: fix the command line or the config.
 EXIT_USAGE = 2
+
+
+#: Options of the ``sqs-jobs`` commands take no automatic environment variable:
+#: Flask's would be FLASK_SQS_JOBS_<COMMAND>_<OPTION>, which
+#: ``app.config.from_prefixed_env()`` would read as an unknown SQS_JOBS_ key.
+option = functools.partial(click.option, allow_from_autoenv=False)
 
 
 class ConfigurationError(click.ClickException):
@@ -151,15 +160,16 @@ def worker_command(
         )
     check_queue_names(jobs, app, queue_names)
     metrics = _metrics() if health_port is not None else None
-    worker = jobs.create_worker(
-        app,
-        queues=queue_names or None,
-        concurrency=concurrency,
-        idle_wait_seconds=idle_wait,
-        shutdown_timeout=shutdown_timeout,
-        hooks=[metrics] if metrics is not None else (),
-    )
-    _check_queues_exist(jobs, app, queue_names or jobs.config(app).queues)
+    with sqs_errors(jobs, app):
+        worker = jobs.create_worker(
+            app,
+            queues=queue_names or None,
+            concurrency=concurrency,
+            idle_wait_seconds=idle_wait,
+            shutdown_timeout=shutdown_timeout,
+            hooks=[metrics] if metrics is not None else (),
+        )
+        _check_queues_exist(jobs, app, queue_names or jobs.config(app).queues)
     health = None
     if health_port is not None:
         if metrics is not None:
@@ -201,6 +211,8 @@ def _check_queues_exist(jobs: SQSJobs, app: Flask, names: t.Iterable[str]) -> No
             group.queue(name).url  # noqa: B018 - resolves the name with GetQueueUrl
         except QueueNotFoundError as exc:
             raise ConfigurationError(f"queue {name!r}: {exc}") from None
+        except NoCredentialsError:
+            raise
         except Exception as exc:
             log.warning("queue_lookup_failed", queue=name, error=str(exc))
 
@@ -211,7 +223,7 @@ def jobs_command() -> None:
 
 
 @jobs_command.command("create-queues")
-@click.option(
+@option(
     "--max-receive-count",
     type=click.IntRange(1, 1000),
     default=5,
@@ -229,14 +241,16 @@ def create_queues_command(max_receive_count: int) -> None:
     from ._admin import create_queues
 
     app, jobs = current_app_and_jobs()
-    for line in create_queues(jobs.client(app), jobs.config(app), max_receive_count):
+    with sqs_errors(jobs, app):
+        lines = create_queues(jobs.client(app), jobs.config(app), max_receive_count)
+    for line in lines:
         click.echo(line)
 
 
 @jobs_command.command("local-server")
-@click.option("--port", type=click.IntRange(0, 65535), default=9324, show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option(
+@option("--port", type=click.IntRange(0, 65535), default=9324, show_default=True)
+@option("--host", default="127.0.0.1", show_default=True)
+@option(
     "--create-queues/--no-create-queues",
     default=True,
     show_default=True,
@@ -262,9 +276,16 @@ class SqsError(click.ClickException):
 
 @contextlib.contextmanager
 def sqs_errors(jobs: SQSJobs, app: Flask) -> cabc.Iterator[None]:
-    """Turn SQS and connection errors into one readable line (exit status 1)."""
+    """Turn AWS errors into one readable line: set-up problems exit 2, SQS ones 1."""
     try:
         yield
+    except AWSSetupError as exc:
+        raise ConfigurationError(str(exc)) from None
+    except NoCredentialsError:
+        raise ConfigurationError(
+            "no AWS credentials found: configure them as for any boto3 program"
+            " (environment, ~/.aws, an instance or task role)"
+        ) from None
     except (BotoCoreError, ClientError) as exc:
         endpoint = jobs.config(app).endpoint_url or "AWS"
         raise SqsError(f"SQS call failed ({endpoint}): {exc}") from None
@@ -290,7 +311,7 @@ def _table(rows: list[list[str]]) -> str:
 
 
 @jobs_command.command("stats")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @with_appcontext
 def stats_command(as_json: bool) -> None:
     """Show visible, in-flight and delayed messages per queue and dead-letter queue.
@@ -298,9 +319,9 @@ def stats_command(as_json: bool) -> None:
     The counts are SQS's approximate ones.
     """
     app, jobs = current_app_and_jobs()
-    client = jobs.client(app)
     report = []
     with sqs_errors(jobs, app):
+        client = jobs.client(app)
         for name in jobs.config(app).queues:
             url = _queue_url(jobs, app, name)
             stats = queue_stats(client, url)
@@ -354,14 +375,14 @@ def _dead_letter_queue(jobs: SQSJobs, app: Flask, name: str) -> tuple[str, str]:
 
 @dlq_command.command("list")
 @click.argument("queue")
-@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @with_appcontext
 def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
     """Show the dead letters of QUEUE (a logical name) without consuming them."""
     app, jobs = current_app_and_jobs()
-    client = jobs.client(app)
     with sqs_errors(jobs, app):
+        client = jobs.client(app)
         _, dlq = _dead_letter_queue(jobs, app, queue)
         messages = receive_all(client, dlq, limit)
         make_visible(client, dlq, messages)
@@ -390,10 +411,8 @@ def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
 
 @dlq_command.command("redrive")
 @click.argument("queue")
-@click.option("--job-type", default=None, help="Move only dead letters of this type.")
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, help="Move at most N."
-)
+@option("--job-type", default=None, help="Move only dead letters of this type.")
+@option("--limit", type=click.IntRange(min=1), default=None, help="Move at most N.")
 @with_appcontext
 def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> None:
     """Move dead letters of QUEUE (a logical name) back to it, to run again."""
@@ -410,10 +429,8 @@ def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> 
 @click.argument("queue")
 @click.argument("job_type")
 @click.argument("payload_json", default="{}")
-@click.option("--group-id", default=None, help="MessageGroupId (FIFO queues).")
-@click.option(
-    "--delay", type=click.IntRange(min=0), default=None, help="Delay in seconds."
-)
+@option("--group-id", default=None, help="MessageGroupId (FIFO queues).")
+@option("--delay", type=click.IntRange(min=0), default=None, help="Delay in seconds.")
 @with_appcontext
 def enqueue_command(
     queue: str,

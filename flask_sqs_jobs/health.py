@@ -1,14 +1,16 @@
-"""The worker's health and metrics endpoint: ``/healthz`` and ``/metrics``.
+"""The worker's health and metrics endpoint: ``/healthz``, ``/status``, ``/metrics``.
 
 ``flask sqs-worker --health-port PORT`` serves it. A worker is healthy while
 its polling loop keeps completing receives (empty or not) or is busy on a job,
 so a long job never fails the check and a worker stuck failing its receives
-does.
+does. ``/status`` adds the details as JSON, including queues that keep
+failing while the others are served.
 """
 
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 import time
 import typing as t
@@ -83,6 +85,27 @@ class HealthServer:
             )
         return True, "ok"
 
+    def status(self) -> dict[str, t.Any]:
+        """The health verdict with its details, for ``/status``."""
+        healthy, reason = self.check()
+        worker = self.worker
+        failures = worker.queue_failures()
+        errors = worker.queue_errors()
+        age = worker.last_receive_age
+        return {
+            "healthy": healthy,
+            "reason": reason,
+            "busy_slots": worker.busy_slots,
+            "last_receive_age_seconds": None if age is None else round(age, 3),
+            "queues": {
+                name: {
+                    "consecutive_receive_failures": count,
+                    "last_error": errors.get(name),
+                }
+                for name, count in failures.items()
+            },
+        }
+
 
 def _handler(server: HealthServer) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -90,7 +113,11 @@ def _handler(server: HealthServer) -> type[http.server.BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             if path == "/healthz":
                 healthy, reason = server.check()
-                self._reply(200 if healthy else 503, f"{reason}\n", "text/plain")
+                self._reply(200 if healthy else 503, reason, "text/plain")
+            elif path == "/status":
+                status = server.status()
+                code = 200 if status["healthy"] else 503
+                self._reply(code, json.dumps(status, indent=2), "application/json")
             elif path == "/metrics" and server.metrics is not None:
                 body, content_type = server.metrics.render()
                 self._reply(200, body, content_type)

@@ -54,7 +54,7 @@ def enqueue_many(
 ) -> list[str]:
     """See :meth:`QueueGroup.enqueue_many`."""
     queue = group.queue(queue_name)
-    prepared = [_prepare(queue, queue_name, i, spec) for i, spec in enumerate(jobs)]
+    prepared = [prepare_job(queue, queue_name, i, spec) for i, spec in enumerate(jobs)]
     check_single_trace_injector(group.middleware)
     if not prepared:
         return []
@@ -75,10 +75,13 @@ def enqueue_many(
     return [message_id for _, message_id in enqueued]
 
 
-def _prepare(
+def prepare_job(
     queue: SqsQueue, queue_name: str, index: int, spec: object
 ) -> tuple[Job, SendOptions]:
-    """Check one job spec; errors name its index."""
+    """Check one job of a batch; errors name its index.
+
+    :meta private:
+    """
     try:
         if isinstance(spec, tuple):
             if len(spec) != 2:

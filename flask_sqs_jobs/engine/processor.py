@@ -35,6 +35,7 @@ from .wire import decode_attributes
 from .wire import decode_body
 from .wire import DecodedBody
 from .wire import dump_json
+from .wire import format_utc
 from .wire import MAX_DELAY_SECONDS
 from .wire import MAX_MESSAGE_ATTRIBUTES
 from .wire import MAX_VISIBILITY_TIMEOUT
@@ -198,9 +199,11 @@ class Processor:
         )
         run_at = _due_time(decoded, delivery.queue)
         if run_at is not None:
-            return self._finish(
-                delivery, job, self._defer(delivery, run_at), time.monotonic()
-            )
+            started = time.monotonic()
+            with self._hooks.job_context(job):
+                return self._finish(
+                    delivery, job, self._defer(delivery, run_at), started
+                )
         return self._run(delivery, job, handler)
 
     # -- messages that are not runnable jobs --
@@ -388,7 +391,7 @@ class Processor:
         reason = {
             "error_type": type(exception).__name__ if exception is not None else None,
             "error": str(exception)[:1000] if exception is not None else None,
-            "failed_at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+            "failed_at": format_utc(dt.datetime.now(dt.UTC)),
             "source_queue": delivery.queue_name,
             "receive_count": delivery.receive_count,
         }

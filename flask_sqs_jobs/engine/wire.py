@@ -62,14 +62,14 @@ def encode_body(
     """Return the message body for a job."""
     body: JSONObject = {"job_type": job_type, "payload": payload}
     if run_at is not None:
-        body["run_at"] = format_run_at(run_at)
+        body["run_at"] = format_utc(run_at)
     return dump_json(body)
 
 
-def format_run_at(run_at: dt.datetime) -> str:
-    """Format an aware datetime as ISO 8601 in UTC, as the body's ``run_at``."""
+def format_utc(moment: dt.datetime) -> str:
+    """Format an aware datetime as ISO 8601 in UTC (``...Z``), as the wire does."""
     return (
-        run_at.astimezone(dt.UTC)
+        moment.astimezone(dt.UTC)
         .isoformat(timespec="milliseconds")
         .replace("+00:00", "Z")
     )
@@ -186,7 +186,10 @@ def decode_attributes(attributes: object) -> tuple[JSONObject, dict[str, str]]:
         if not isinstance(attribute, dict):
             continue
         value = attribute.get("StringValue")
-        if not isinstance(value, str):
+        data_type = attribute.get("DataType")
+        if not isinstance(value, str) or not isinstance(data_type, str):
+            continue
+        if not data_type.startswith("String"):
             continue
         if name == CORRELATION_FIELDS_ATTRIBUTE:
             try:

@@ -36,6 +36,9 @@ MAX_RECEIVE_FAILURES = 10
 #: Cap of the receive-failure backoff, in seconds.
 MAX_RECEIVE_BACKOFF = 30.0
 
+#: After the shutdown deadline, how long aborted handlers may take to return.
+ABORT_GRACE_SECONDS = 2.0
+
 EXIT_OK = 0
 EXIT_RECEIVE_FAILURES = 1
 
@@ -173,6 +176,7 @@ class JobWorker:
         self._idle = False
         self._health = {name: _QueueHealth() for name in self._names}
         self._last_receive_at: float | None = None
+        self._started_at: float | None = None
 
         self._work: collections.deque[Delivery] = collections.deque()
         self._threads: list[threading.Thread] = []
@@ -195,6 +199,7 @@ class JobWorker:
 
     def _run(self) -> int:
         _stop_event.set(self.stop_event)
+        self._started_at = time.monotonic()
         self._start_threads()
         self._resolve_queues()
         try:
@@ -268,13 +273,22 @@ class JobWorker:
 
     @property
     def last_receive_age(self) -> float | None:
-        """Seconds since a receive call last completed (empty or not), or None."""
-        at = self._last_receive_at
+        """Seconds since a receive last completed (empty or not), or since the
+        worker started if none has yet; None before :meth:`run`."""
+        at = self._last_receive_at or self._started_at
         return None if at is None else time.monotonic() - at
 
     def queue_failures(self) -> dict[str, int]:
         """Consecutive receive failures per queue (0 for a healthy queue)."""
         return {name: health.failures for name, health in self._health.items()}
+
+    def queue_errors(self) -> dict[str, str]:
+        """The last receive error of each queue that is failing now."""
+        return {
+            name: health.last_error
+            for name, health in self._health.items()
+            if health.failures and health.last_error is not None
+        }
 
     # -- start-up and shutdown --
 
@@ -349,9 +363,17 @@ class JobWorker:
             abandoned=len(deliveries),
         )
         for delivery in deliveries:
-            delivery.abort.set()
             self._heartbeat.abandon(delivery.lease, "shutdown_timeout")
-        return _release([d.lease for d in deliveries], even_failed=True)
+            delivery.abort.set()
+        released = _release([d.lease for d in deliveries], even_failed=True)
+        # Handlers that watch abort_requested get a moment to return, so their
+        # job_finished (heartbeat_failed: the message is no longer theirs) is
+        # logged before the process exits.
+        deadline = time.monotonic() + ABORT_GRACE_SECONDS
+        with self._cond:
+            while self._active and (remaining := deadline - time.monotonic()) > 0:
+                self._cond.wait(remaining)
+        return released
 
     def _release_held(self) -> int:
         with self._cond:
