@@ -1,0 +1,1 @@
+"""Benchmarks for flask-sqs-jobs: ``python -m bench`` from the repository root."""
