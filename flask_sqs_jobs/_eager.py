@@ -76,6 +76,8 @@ class EagerQueueGroup(QueueGroup):
             prepare_job(sqs_queue, queue, i, spec) for i, spec in enumerate(jobs)
         ]
         check_single_trace_injector(self.middleware)
+        for job, _ in prepared:
+            self._check_handler(job.job_type)
         message_ids = []
         for job, options in prepared:
 
@@ -85,15 +87,18 @@ class EagerQueueGroup(QueueGroup):
             message_ids.append(compose_produce(self.middleware, send)(job))
         return message_ids
 
+    def _check_handler(self, job_type: str) -> None:
+        if job_type not in self._eager_handlers:
+            raise LookupError(
+                f"SQS_JOBS_EAGER: no handler is registered for job type"
+                f" {job_type!r}; register one with @jobs.handler({job_type!r})"
+            )
+
     def send_job(self, job: Job, options: SendOptions) -> str:
         sqs_queue = self.queue(job.queue)
         check_job_type(job.job_type)
         check_payload(job.payload)
-        if job.job_type not in self._eager_handlers:
-            raise LookupError(
-                f"SQS_JOBS_EAGER: no handler is registered for job type"
-                f" {job.job_type!r}; register one with @jobs.handler({job.job_type!r})"
-            )
+        self._check_handler(job.job_type)
         now_options = SendOptions(
             message_group_id=options.message_group_id,
             message_deduplication_id=options.message_deduplication_id,

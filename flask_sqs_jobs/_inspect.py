@@ -113,7 +113,10 @@ def redrive(
     job_type: str | None,
     limit: int | None,
 ) -> tuple[int, int]:
-    """Move dead letters back to their source queue; return (moved, skipped).
+    """Move dead letters back to their source queue; return (moved, left).
+
+    ``left`` is what the dead-letter queue still holds afterwards (SQS's
+    approximate count).
 
     Each message is sent again with its body and attributes (less the
     ``dead_letter`` reason) and only then deleted from the dead-letter queue,
@@ -147,7 +150,8 @@ def redrive(
             )
             moved += 1
     make_visible(client, dlq_url, skipped)
-    return moved, len(skipped)
+    counts = queue_stats(client, dlq_url)
+    return moved, sum(counts[key] for key in ("visible", "in_flight", "delayed"))
 
 
 def _resend_params(

@@ -419,10 +419,10 @@ def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> 
     app, jobs = current_app_and_jobs()
     with sqs_errors(jobs, app):
         url, dlq = _dead_letter_queue(jobs, app, queue)
-        moved, skipped = redrive(
+        moved, left = redrive(
             jobs.client(app), dlq, url, job_type=job_type, limit=limit
         )
-    click.echo(f"moved {moved} dead letter(s) back to {queue!r}; {skipped} left")
+    click.echo(f"moved {moved} dead letter(s) back to {queue!r}; {left} left")
 
 
 @jobs_command.command("enqueue")

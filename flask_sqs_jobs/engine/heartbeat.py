@@ -174,11 +174,12 @@ class Heartbeat:
             with self._cond:
                 for lease, (sent_at, error) in results.items():
                     lease.in_flight = False
-                    if not lease.tracked:
-                        continue
                     if error is None:
-                        lease.next_due = sent_at + lease.interval
-                    else:
+                        if lease.tracked:
+                            lease.next_due = sent_at + lease.interval
+                    elif not lease.failed:
+                        # Even when its job ended (released) while the call was
+                        # in flight: that job must not delete the message now.
                         self._fail(
                             lease,
                             f"{error[0]}: {error[1]}",

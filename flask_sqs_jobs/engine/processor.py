@@ -88,6 +88,9 @@ class Delivery:
     #: Set when the job must stop early (its max runtime or the shutdown
     #: deadline passed); the job's ``abort_requested``.
     abort: threading.Event = dataclasses.field(default_factory=threading.Event)
+    #: Called once the handler returned, before the message is settled: a
+    #: worker frees the job's slot there, so deleting never holds one.
+    handler_done: cabc.Callable[[], None] = lambda: None
 
     @property
     def message_id(self) -> str:
@@ -106,7 +109,7 @@ class Delivery:
     def receive_count(self) -> int:
         try:
             return int(self.system_attributes.get("ApproximateReceiveCount", 1))
-        except ValueError:
+        except (TypeError, ValueError, OverflowError):
             return 1
 
     @property
@@ -114,7 +117,7 @@ class Delivery:
         """When SQS accepted the message (SentTimestamp), in epoch seconds."""
         try:
             return int(self.system_attributes["SentTimestamp"]) / 1000
-        except (KeyError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             return None
 
 
@@ -278,6 +281,7 @@ class Processor:
         try:
             result = self._call(delivery, job, handler)
             self._heartbeat.release(lease)
+            delivery.handler_done()
             result = self._settle(delivery, job, result)
             outcome = self._finish(delivery, job, result, started)
         except BaseException as error:
@@ -319,7 +323,7 @@ class Processor:
             fields["group_id"] = group_id
         try:
             sent_ms = int(attributes["SentTimestamp"])
-        except (KeyError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             pass
         else:
             fields["queue_wait_ms"] = max(0, int(time.time() * 1000) - sent_ms)

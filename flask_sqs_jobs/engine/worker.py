@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import collections
 import collections.abc as cabc
+import concurrent.futures
 import contextvars
+import functools
 import random
 import threading
 import time
@@ -162,17 +164,30 @@ class JobWorker:
         self._names = list(queues.names)
         self._hooks = MultiHooks([queues.hooks, *hooks]) if hooks else queues.hooks
 
-        self._cond = threading.Condition()
+        # One lock; the dispatcher waits on _cond, job threads on _work_ready,
+        # so freeing a slot wakes one thread, not all of them.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._work_ready = threading.Condition(self._lock)
         self._stop_requested = False
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = threading.Event()
         self._running = 0
         self._active: set[Delivery] = set()
+        self._slotted: set[Delivery] = set()
         self._held: dict[str, collections.deque[Delivery]] = {
             n: collections.deque() for n in self._names
         }
         self._polling: set[str] = set()
         self._poll_completions = 0
+        #: Pipelined receiving (concurrency > 1): short receives in flight per
+        #: queue, slots they may fill, queues last found empty, and a counter
+        #: of everything that may let the dispatcher go on.
+        self._fetching: collections.Counter[str] = collections.Counter()
+        self._reserved = 0
+        self._empty: set[str] = set()
+        self._events = 0
+        self._max_fetches = max(1, min(4, concurrency // 4))
         self._idle = False
         self._health = {name: _QueueHealth() for name in self._names}
         self._last_receive_at: float | None = None
@@ -254,6 +269,7 @@ class JobWorker:
                 self.stop_event.set()
                 log.info("worker_stopping", running=self._running)
             self._cond.notify_all()
+            self._work_ready.notify_all()
 
     def release_all(self) -> int:
         """Make every message this worker holds visible again at once.
@@ -294,8 +310,15 @@ class JobWorker:
 
     def _start_threads(self) -> None:
         self._heartbeat.start()
+        self._receivers = concurrent.futures.ThreadPoolExecutor(
+            max_workers=len(self._names) + self._max_fetches,
+            thread_name_prefix="sqs-jobs-receive",
+        )
         context = contextvars.copy_context()
-        for index in range(self._concurrency):
+        # With several slots, a job frees its slot when its handler returns and
+        # its thread then settles the message; spare threads keep the slots busy.
+        threads = 1 if self._concurrency == 1 else 2 * self._concurrency
+        for index in range(threads):
             thread = threading.Thread(
                 target=context.copy().run,
                 args=(self._job_loop,),
@@ -322,13 +345,15 @@ class JobWorker:
         if abandoned:
             released += self._abandon_running_jobs()
         with self._cond:
-            while self._polling:
+            while self._polling or self._fetching:
                 self._cond.wait()
         released += self._release_held()
+        self._receivers.shutdown(wait=False)
         if released:
             log.info("messages_released", count=released)
         with self._cond:
             self._cond.notify_all()
+            self._work_ready.notify_all()
         if not abandoned:
             for thread in self._threads:
                 thread.join()
@@ -342,7 +367,7 @@ class JobWorker:
             else time.monotonic() + self._shutdown_timeout
         )
         with self._cond:
-            while self._running or self._work:
+            while self._running or self._work or self._active:
                 if deadline is None:
                     self._cond.wait()
                     continue
@@ -355,7 +380,9 @@ class JobWorker:
     def _abandon_running_jobs(self) -> int:
         """Past the shutdown deadline: abort running jobs and release their messages."""
         with self._cond:
-            deliveries = list(self._active) + list(self._work)
+            # Only jobs whose handler still runs (or never started): a job that
+            # is settling its message already decided what happens to it.
+            deliveries = list(self._slotted)
             self._work.clear()
         log.warning(
             "shutdown_timeout_reached",
@@ -392,10 +419,21 @@ class JobWorker:
                 self._cond.wait()
 
     def _poll_cycle(self) -> None:
-        with self._cond:
+        with self._lock:
             free = self._concurrency - self._running
             if free <= 0 or self._stop_requested or self._dispatch_held(free):
                 return
+        if self._concurrency == 1:
+            self._receive_in_order(free)
+        else:
+            self._pipeline()
+
+    def _receive_in_order(self, free: int) -> None:
+        """Try each queue in weighted order until one has a message (one slot).
+
+        When none has, long-poll them all at once until the first news.
+        """
+        with self._lock:
             polling = set(self._polling)
         now = time.monotonic()
         ready = [n for n in self._group.polling_order() if self._health[n].ready(now)]
@@ -419,18 +457,84 @@ class JobWorker:
         elif not ready:
             self._sleep_until_a_queue_is_ready()
 
+    def _pipeline(self) -> None:
+        """Keep receives in flight for the free slots; return on the first news.
+
+        Queues with messages get short receives (several at once on a deep
+        queue), sized to the slots not yet promised to another receive; a
+        queue found empty is long-polled in the background instead, so a job
+        sent to it starts at once even while other queues keep the worker busy.
+        """
+        with self._lock:
+            self._start_receives()
+            events = self._events
+            while not (
+                self._stop_requested
+                or self._events != events
+                or any(self._held.values())
+            ):
+                timeout = self._next_ready_in()
+                if timeout is None and not (self._fetching or self._polling):
+                    break  # idle_wait 0 and every queue empty: the cycle ends
+                if timeout is not None and timeout <= 0:
+                    break
+                self._cond.wait(timeout)
+            self._dispatch_held(self._concurrency - self._running)
+
+    def _start_receives(self) -> None:
+        """Start short receives and background long polls (call with the lock)."""
+        if self._stop_requested:
+            return
+        now = time.monotonic()
+        held = sum(len(h) for h in self._held.values())
+        for name in self._group.polling_order():
+            if not self._health[name].ready(now) or name in self._polling:
+                continue
+            if name in self._empty:
+                self._start_long_poll(name, self._concurrency - self._running - held)
+                continue
+            in_flight = sum(self._fetching.values())
+            unreserved = self._concurrency - self._running - held - self._reserved
+            # The first receive takes whatever is free; more at once only when
+            # they can be large, or each would carry a message or two.
+            wanted = 1 if not in_flight else min(10, max(1, self._concurrency // 3))
+            if in_flight >= self._max_fetches or unreserved < wanted:
+                continue
+            size = min(MAX_BATCH_ENTRIES, unreserved)
+            self._reserved += size
+            self._fetching[name] += 1
+            self._submit(self._fetch, name, size)
+
+    def _fetch(self, name: str, size: int) -> None:
+        received_at = time.monotonic()
+        messages = self._receive(name, size, 0)
+        with self._lock:
+            self._reserved -= size
+            self._fetching[name] -= 1
+            if not self._fetching[name]:
+                del self._fetching[name]
+            if messages:
+                self._hold(name, messages, received_at)
+            elif self._idle_wait and self._health[name].ready(time.monotonic()):
+                self._empty.add(name)
+            self._events += 1
+            self._cond.notify_all()
+
+    def _start_long_poll(self, name: str, free: int) -> None:
+        self._polling.add(name)
+        self._submit(
+            self._background_receive, name, max(1, min(MAX_BATCH_ENTRIES, free))
+        )
+
+    def _submit(self, fn: cabc.Callable[..., None], *args: t.Any) -> None:
+        self._receivers.submit(contextvars.copy_context().run, fn, *args)
+
     def _long_poll(self, ready: list[str], free: int) -> None:
         """Long-poll every ready queue at once; return on the first news."""
         with self._cond:
             for name in ready:
                 if name not in self._polling and not self._stop_requested:
-                    self._polling.add(name)
-                    threading.Thread(
-                        target=self._background_receive,
-                        args=(name, free),
-                        name=f"sqs-jobs-poll-{name}",
-                        daemon=True,
-                    ).start()
+                    self._start_long_poll(name, free)
             completions = self._poll_completions
             # Computed once: a backed-off queue that is ready again drops out of
             # _next_ready_in(), so asking in the loop would never reach 0 and
@@ -458,7 +562,9 @@ class JobWorker:
         with self._cond:
             self._polling.discard(name)
             self._poll_completions += 1
+            self._events += 1
             if messages:
+                self._empty.discard(name)
                 self._hold(name, messages, received_at)
             self._cond.notify_all()
 
@@ -551,9 +657,13 @@ class JobWorker:
                     )
                     continue
                 self._running += 1
+                self._slotted.add(delivery)
+                if self._concurrency > 1:
+                    delivery.handler_done = functools.partial(self._free_slot, delivery)
                 self._work.append(delivery)
                 dispatched += 1
-        self._cond.notify_all()
+        if dispatched:
+            self._work_ready.notify(dispatched)
         return dispatched > 0
 
     # -- job threads --
@@ -561,9 +671,9 @@ class JobWorker:
     def _job_loop(self) -> None:
         try:
             while True:
-                with self._cond:
+                with self._lock:
                     while not self._work and not self._stop_requested:
-                        self._cond.wait()
+                        self._work_ready.wait()
                     if not self._work:
                         return
                     delivery = self._work.popleft()
@@ -573,12 +683,21 @@ class JobWorker:
                 except BaseException:
                     log.exception("job_thread_error", message_id=delivery.message_id)
                 finally:
-                    with self._cond:
+                    with self._lock:
+                        self._free_slot(delivery)
                         self._active.discard(delivery)
-                        self._running -= 1
                         self._cond.notify_all()
         finally:
             close_thread_loop()
+
+    def _free_slot(self, delivery: Delivery) -> None:
+        """Give the job's slot back (once), so the dispatcher may receive more."""
+        with self._lock:
+            if delivery in self._slotted:
+                self._slotted.discard(delivery)
+                self._running -= 1
+                self._events += 1
+                self._cond.notify_all()
 
 
 def _release(leases: cabc.Sequence[Lease], *, even_failed: bool = False) -> int:

@@ -12,7 +12,12 @@ Run it as ``python -m flask --app tests.integration.flask_test_app:create_app ..
 
 Handlers: ``record`` (log ``job_recorded``, record the job), ``block`` (log
 ``block_started``, wait until the file named by the payload's ``release``
-exists, then record) and ``fail`` (record, then raise ``RuntimeError``). Each
+exists, then record), ``fail`` (record, then raise ``RuntimeError``),
+``fixable`` (record, then raise ``RuntimeError`` until the file named by the
+payload's ``fixed`` exists) and ``abortable`` (log ``abortable_started``, wait
+for the payload's ``release`` file like ``block``, but log
+``abort_requested_seen`` and return as soon as ``current_job.abort_requested``
+is set). Each
 signal is logged as ``signal_received`` with its name and arguments. ``POST
 /enqueue/<queue>/<job_type>`` enqueues a job with the request's JSON body as
 payload.
@@ -120,6 +125,25 @@ def create_app() -> Flask:
     def fail(payload: dict[str, t.Any]) -> None:
         record_job("fail")
         raise RuntimeError("the job failed")
+
+    @jobs.handler("fixable")
+    def fixable(payload: dict[str, t.Any]) -> None:
+        record_job("fixable")
+        if not pathlib.Path(payload["fixed"]).exists():
+            raise RuntimeError("not fixed yet")
+
+    @jobs.handler("abortable")
+    def abortable(payload: dict[str, t.Any]) -> None:
+        log.info("abortable_started", payload=payload)
+        release = pathlib.Path(payload["release"])
+        deadline = time.monotonic() + BLOCK_LIMIT_SECONDS
+        while not release.exists():
+            if current_job.abort_requested.wait(0.02):
+                log.info("abort_requested_seen")
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{release} was not created")
+        record_job("abortable")
 
     @app.teardown_appcontext
     def record_teardown(exc: BaseException | None) -> None:
