@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import collections.abc as cabc
 import threading
 import typing as t
@@ -16,56 +17,70 @@ SendBatch: t.TypeAlias = cabc.Callable[[list[E]], list[tuple[str, str] | None]]
 
 
 class _Pending(t.Generic[E]):
-    __slots__ = ("done", "entry", "error")
+    __slots__ = ("done", "entry", "error", "wake")
 
     def __init__(self, entry: E) -> None:
         self.entry = entry
         self.done = False
         self.error: tuple[str, str] | None = None
+        # Released by whoever sends this entry, or hands it the lead.
+        self.wake = threading.Lock()
+        self.wake.acquire()
 
 
 class GroupCommit(t.Generic[E]):
     """Turn concurrent single-entry calls into batch requests.
 
-    The first caller to arrive sends its entry at once, with whatever else is
-    waiting (up to ten entries); callers that arrive while a request is in
-    flight wait and go out together in the next one. One thread alone pays no
-    extra latency, and sixteen threads share one request per ten entries.
+    The first caller to arrive leads: it sends its entry at once, with
+    whatever else is waiting (up to ten entries). Callers that arrive while a
+    request is in flight wait and go out together in the next one, sent by
+    the next leader. One thread alone pays no extra latency, sixteen threads
+    share one request per ten entries, and each waiter is woken exactly once.
     """
 
     def __init__(self, send_batch: SendBatch[E]) -> None:
         self._send_batch = send_batch
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._waiting: list[_Pending[E]] = []
+        self._waiting: collections.deque[_Pending[E]] = collections.deque()
         self._sending = False
 
     def call(self, entry: E) -> tuple[str, str] | None:
         """Send ``entry``; return None on success or the ``(code, message)`` error."""
-        pending = _Pending(entry)
+        me = _Pending(entry)
         with self._lock:
-            self._waiting.append(pending)
-            while not pending.done:
-                if self._sending:
-                    self._idle.wait()
-                    continue
-                batch = self._waiting[:MAX_BATCH_ENTRIES]
-                del self._waiting[:MAX_BATCH_ENTRIES]
-                self._sending = True
-                self._lock.release()
-                results: list[tuple[str, str] | None] = [
-                    ("Interrupted", "not sent")
-                ] * len(batch)
-                try:
-                    results = self._send(batch)
-                finally:
-                    self._lock.acquire()
+            self._waiting.append(me)
+            lead = not self._sending
+            self._sending = True
+        if not lead:
+            me.wake.acquire()
+            if me.done:
+                return me.error
+        try:
+            while not me.done:
+                self._send_next_batch(me)
+        finally:
+            with self._lock:
+                if not me.done:  # interrupted before our own entry went out
+                    self._waiting.remove(me)
+                if self._waiting:
+                    self._waiting[0].wake.release()  # the next leader
+                else:
                     self._sending = False
-                    for item, error in zip(batch, results, strict=True):
-                        item.error = error
-                        item.done = True
-                    self._idle.notify_all()
-        return pending.error
+        return me.error
+
+    def _send_next_batch(self, me: _Pending[E]) -> None:
+        with self._lock:
+            count = min(MAX_BATCH_ENTRIES, len(self._waiting))
+            batch = [self._waiting.popleft() for _ in range(count)]
+        results: list[tuple[str, str] | None] = [("Interrupted", "not sent")] * count
+        try:
+            results = self._send(batch)
+        finally:
+            for item, error in zip(batch, results, strict=True):
+                item.error = error
+                item.done = True
+                if item is not me:
+                    item.wake.release()
 
     def _send(self, batch: list[_Pending[E]]) -> list[tuple[str, str] | None]:
         try:

@@ -493,17 +493,26 @@ class JobWorker:
             if name in self._empty:
                 self._start_long_poll(name, self._concurrency - self._running - held)
                 continue
-            in_flight = sum(self._fetching.values())
             unreserved = self._concurrency - self._running - held - self._reserved
-            # The first receive takes whatever is free; more at once only when
-            # they can be large, or each would carry a message or two.
-            wanted = 1 if not in_flight else min(10, max(1, self._concurrency // 3))
-            if in_flight >= self._max_fetches or unreserved < wanted:
+            if (
+                sum(self._fetching.values()) >= self._max_fetches
+                or unreserved < self._next_fetch_size()
+            ):
                 continue
             size = min(MAX_BATCH_ENTRIES, unreserved)
             self._reserved += size
             self._fetching[name] += 1
             self._submit(self._fetch, name, size)
+
+    def _next_fetch_size(self) -> int:
+        """The fewest free slots worth another receive (call with the lock).
+
+        The first receive takes whatever is free; more at once only when they
+        can be large, or each would carry a message or two.
+        """
+        if not self._fetching:
+            return 1
+        return min(MAX_BATCH_ENTRIES, max(1, self._concurrency // 3))
 
     def _fetch(self, name: str, size: int) -> None:
         received_at = time.monotonic()
@@ -686,7 +695,8 @@ class JobWorker:
                     with self._lock:
                         self._free_slot(delivery)
                         self._active.discard(delivery)
-                        self._cond.notify_all()
+                        if self._stop_requested:
+                            self._cond.notify_all()
         finally:
             close_thread_loop()
 
@@ -697,7 +707,20 @@ class JobWorker:
                 self._slotted.discard(delivery)
                 self._running -= 1
                 self._events += 1
-                self._cond.notify_all()
+                if self._slot_matters():
+                    self._cond.notify_all()
+
+    def _slot_matters(self) -> bool:
+        """Whether a freed slot lets the dispatcher act (call with the lock).
+
+        Waking it for every finished job would cost a thread switch per job.
+        """
+        if self._stop_requested or self._running == self._concurrency - 1:
+            return True
+        if any(self._held.values()):
+            return True
+        unreserved = self._concurrency - self._running - self._reserved
+        return unreserved >= self._next_fetch_size()
 
 
 def _release(leases: cabc.Sequence[Lease], *, even_failed: bool = False) -> int:
