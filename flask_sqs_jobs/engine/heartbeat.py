@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import threading
 import time
 
@@ -17,6 +18,9 @@ log = structlog.get_logger(__name__)
 
 #: Leases due within this fraction of their interval are extended together.
 _BATCH_WINDOW = 0.25
+#: Extension calls in flight at once: a slow or retried call (throttling,
+#: latency) must not hold back the extensions of the other leases.
+_CONCURRENT_CALLS = 4
 
 MAX_RUNTIME_EXCEEDED = "max_runtime_exceeded"
 
@@ -41,6 +45,7 @@ class Lease:
         "queue",
         "queue_name",
         "receipt_handle",
+        "settling",
         "tracked",
         "visibility_timeout",
     )
@@ -66,6 +71,8 @@ class Lease:
         self.failure: str | None = None
         self.tracked = False
         self.in_flight = False
+        #: Its job is over and the message is being deleted (see Heartbeat.settle).
+        self.settling = False
 
     @property
     def failed(self) -> bool:
@@ -84,6 +91,9 @@ class Heartbeat:
         self._leases: set[Lease] = set()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._calls = concurrent.futures.ThreadPoolExecutor(
+            _CONCURRENT_CALLS, thread_name_prefix="sqs-jobs-heartbeat-call"
+        )
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -97,6 +107,7 @@ class Heartbeat:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
+        self._calls.shutdown(wait=True)
 
     def hold(
         self,
@@ -136,6 +147,20 @@ class Heartbeat:
             while lease.in_flight:
                 self._cond.wait()
 
+    def settle(self, lease: Lease) -> None:
+        """Wait for an extension in flight, then keep extending until :meth:`release`.
+
+        For a job whose message is about to be deleted: once this returns,
+        ``lease.failed`` is final, and the message stays invisible however long
+        the delete takes (batching, latency, retries). An extension failing
+        after that decision no longer changes it.
+        """
+        with self._cond:
+            while lease.in_flight:
+                self._cond.wait()
+            lease.settling = True
+            lease.job_deadline = None
+
     def abandon(self, lease: Lease, reason: str) -> None:
         """Give up ``lease`` for good: its job may no longer delete the message.
 
@@ -170,22 +195,27 @@ class Heartbeat:
                         lease.in_flight = False
                     self._cond.notify_all()
                     return
+            self._calls.submit(self._extend_due, due)
+
+    def _extend_due(self, due: list[Lease]) -> None:
+        try:
             results = self._extend(due)
-            with self._cond:
-                for lease, (sent_at, error) in results.items():
-                    lease.in_flight = False
-                    if error is None:
-                        if lease.tracked:
-                            lease.next_due = sent_at + lease.interval
-                    elif not lease.failed:
-                        # Even when its job ended (released) while the call was
-                        # in flight: that job must not delete the message now.
-                        self._fail(
-                            lease,
-                            f"{error[0]}: {error[1]}",
-                            lost=is_lost_ownership(error),
-                        )
-                self._cond.notify_all()
+        except Exception as exc:
+            failed = (type(exc).__name__, str(exc))
+            results = {lease: (time.monotonic(), failed) for lease in due}
+        with self._cond:
+            for lease, (sent_at, error) in results.items():
+                lease.in_flight = False
+                if error is None:
+                    if lease.tracked:
+                        lease.next_due = sent_at + lease.interval
+                elif not (lease.failed or lease.settling):
+                    # Even when its job ended (released) while the call was
+                    # in flight: that job must not delete the message now.
+                    self._fail(
+                        lease, f"{error[0]}: {error[1]}", lost=is_lost_ownership(error)
+                    )
+            self._cond.notify_all()
 
     def _take_due(self) -> list[Lease]:
         now = time.monotonic()
@@ -193,7 +223,10 @@ class Heartbeat:
         for lease in list(self._leases):
             if lease.job_deadline is not None and now >= lease.job_deadline:
                 self._fail(lease, MAX_RUNTIME_EXCEEDED, lost=False)
-            elif lease.next_due - now <= lease.interval * _BATCH_WINDOW:
+            elif (
+                not lease.in_flight
+                and lease.next_due - now <= lease.interval * _BATCH_WINDOW
+            ):
                 lease.in_flight = True
                 due.append(lease)
         return due
@@ -204,8 +237,12 @@ class Heartbeat:
         now = time.monotonic()
         wake = min(
             min(
-                lease.next_due - lease.interval * _BATCH_WINDOW
-                for lease in self._leases
+                (
+                    lease.next_due - lease.interval * _BATCH_WINDOW
+                    for lease in self._leases
+                    if not lease.in_flight  # it wakes the thread when done
+                ),
+                default=float("inf"),
             ),
             min(
                 (
@@ -216,7 +253,7 @@ class Heartbeat:
                 default=float("inf"),
             ),
         )
-        return max(0.0, wake - now)
+        return None if wake == float("inf") else max(0.0, wake - now)
 
     def _fail(self, lease: Lease, failure: str, *, lost: bool) -> None:
         lease.failure = failure

@@ -280,9 +280,15 @@ class Processor:
             )
         try:
             result = self._call(delivery, job, handler)
-            self._heartbeat.release(lease)
+            if lease.tracked and result.outcome in (Outcome.SUCCESS, Outcome.DELETE):
+                # Still extended while the delete waits and travels: it must
+                # not outlive the visibility timeout and let the job run twice.
+                self._heartbeat.settle(lease)
+            else:
+                self._heartbeat.release(lease)
             delivery.handler_done()
             result = self._settle(delivery, job, result)
+            self._heartbeat.release(lease)
             outcome = self._finish(delivery, job, result, started)
         except BaseException as error:
             self._heartbeat.release(lease)

@@ -468,14 +468,18 @@ class JobWorker:
         with self._lock:
             self._start_receives()
             events = self._events
+            # Computed once, as in _long_poll: a queue whose backoff ends drops
+            # out of _next_ready_in(), which would then wait for the next one.
+            retry_in = self._next_ready_in()
+            retry_at = None if retry_in is None else time.monotonic() + retry_in
             while not (
                 self._stop_requested
                 or self._events != events
                 or any(self._held.values())
             ):
-                timeout = self._next_ready_in()
-                if timeout is None and not (self._fetching or self._polling):
+                if retry_at is None and not (self._fetching or self._polling):
                     break  # idle_wait 0 and every queue empty: the cycle ends
+                timeout = None if retry_at is None else retry_at - time.monotonic()
                 if timeout is not None and timeout <= 0:
                     break
                 self._cond.wait(timeout)
