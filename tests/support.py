@@ -6,6 +6,9 @@ import collections.abc as cabc
 import json
 import typing as t
 
+import boto3
+from botocore.config import Config
+
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -68,8 +71,39 @@ def visible_messages(client: SQSClient, url: str) -> list[MessageTypeDef]:
     return list(seen.values())
 
 
-def message_count(client: SQSClient, url: str) -> int:
-    """Visible + in flight + delayed messages on the queue (moto reports exactly)."""
+TEST_REGION = "us-east-1"
+
+
+def local_sqs_client(
+    endpoint: str,
+    *,
+    attempts: int,
+    read_timeout: float = 30,
+    connect_timeout: float = 5,
+    pool: int = 10,
+) -> SQSClient:
+    """A boto3 SQS client for a local server, with fake credentials.
+
+    ``attempts`` is botocore's ``total_max_attempts``: 1 shows every fault,
+    more rides out a busy server.
+    """
+    return boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name=TEST_REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(
+            retries={"total_max_attempts": attempts, "mode": "standard"},
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_pool_connections=pool,
+        ),
+    )
+
+
+def queue_counts(client: SQSClient, url: str) -> tuple[int, int, int]:
+    """(visible, in flight, delayed) messages on the queue."""
     attributes = client.get_queue_attributes(
         QueueUrl=url,
         AttributeNames=[
@@ -78,4 +112,13 @@ def message_count(client: SQSClient, url: str) -> int:
             "ApproximateNumberOfMessagesDelayed",
         ],
     )["Attributes"]
-    return sum(int(v) for v in attributes.values())
+    return (
+        int(attributes.get("ApproximateNumberOfMessages", 0)),
+        int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+    )
+
+
+def message_count(client: SQSClient, url: str) -> int:
+    """Visible + in flight + delayed messages on the queue (moto reports exactly)."""
+    return sum(queue_counts(client, url))

@@ -17,11 +17,10 @@ import sys
 import typing as t
 import uuid
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from tests.support import create_queue
+from tests.support import local_sqs_client
 
 from .processes import WorkerProcess
 from .servers import sqs_server
@@ -59,18 +58,7 @@ def sqs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> cabc.Iterator[str]
 
 def make_client(endpoint: str) -> SQSClient:
     """A boto3 SQS client for ``endpoint`` that fails fast instead of retrying."""
-    return boto3.client(
-        "sqs",
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(
-            retries={"total_max_attempts": 2, "mode": "standard"},
-            connect_timeout=5,
-            read_timeout=30,
-        ),
-    )
+    return local_sqs_client(endpoint, attempts=2)
 
 
 @pytest.fixture
