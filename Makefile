@@ -46,5 +46,28 @@ $(VENV)/.docs-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[docs]"
 	touch $@
 
+## make faults: the fault-injection tier in full, ~15 min (docs/reliability.md)
+## make faults-short: a few minutes of the same tier; CI runs it after make test
+.PHONY: faults faults-short
+FAULTS_ARGS ?=
+MINISTACK_VENV := .venv-ministack
+
+faults: $(STAMP) $(MINISTACK_VENV)/.installed
+	SQS_JOBS_FAULTS=full $(BIN)/python -m pytest tests/faults -m faults -v \
+		--durations=10 $(FAULTS_ARGS)
+
+faults-short: $(STAMP) $(MINISTACK_VENV)/.installed
+	SQS_JOBS_FAULTS=short $(BIN)/python -m pytest tests/faults -m faults -v \
+		--durations=10 $(FAULTS_ARGS)
+
+# MiniStack (the fast SQS server of the fault tier) pins its own botocore, so it
+# gets a virtualenv of its own. When it cannot be installed the tier uses moto.
+$(MINISTACK_VENV)/.installed:
+	$(PYTHON) -m venv $(MINISTACK_VENV)
+	$(MINISTACK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MINISTACK_VENV)/bin/python -m pip install --quiet "ministack~=1.5.33" \
+		&& touch $@ \
+		|| echo "MiniStack is not installed: the fault tier falls back to moto"
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
