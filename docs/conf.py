@@ -6,9 +6,7 @@ Build with ``make docs`` or ``sphinx-build -E -W -b html docs docs/_build/html``
 from __future__ import annotations
 
 import importlib.metadata
-import pathlib
 import socket
-import typing as t
 import urllib.parse
 
 # -- Project ------------------------------------------------------------------
@@ -70,23 +68,3 @@ intersphinx_mapping = {
 html_theme = "furo"
 html_title = f"flask-sqs-jobs {release}"
 html_static_path: list[str] = []
-
-
-# -- Pages written separately ---------------------------------------------------
-
-#: Listed in index.md's toctree but written separately; until a page exists it is
-#: left out of the toctree instead of failing the build. Once both exist, this
-#: hook can go.
-_PENDING_PAGES = ("performance", "reliability")
-
-
-def _drop_pending_pages(app: t.Any, docname: str, source: list[str]) -> None:
-    if docname != "index":
-        return
-    for page in _PENDING_PAGES:
-        if not (pathlib.Path(app.srcdir) / f"{page}.md").exists():
-            source[0] = source[0].replace(f"\n{page}\n", "\n")
-
-
-def setup(app: t.Any) -> None:
-    app.connect("source-read", _drop_pending_pages)
