@@ -12,6 +12,7 @@ import threading
 import time
 import typing as t
 
+import botocore.exceptions
 import structlog
 
 from .handlers import as_job_handler
@@ -63,15 +64,33 @@ def pause(seconds: float) -> bool:
     return event.wait(seconds)
 
 
+def _unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says the endpoint could not be reached at all."""
+    connection_errors = (
+        botocore.exceptions.ConnectionError,
+        botocore.exceptions.HTTPClientError,
+    )
+    return isinstance(error, connection_errors)
+
+
+def _endpoint_of(queue: SqsQueue) -> str:
+    """What identifies the server a queue is reached through."""
+    meta = getattr(queue.client, "meta", None)
+    return str(getattr(meta, "endpoint_url", None) or id(queue.client))
+
+
 class _QueueHealth:
     """Receive failures of one queue and when it may be polled again."""
 
-    __slots__ = ("failures", "last_error", "retry_at")
+    __slots__ = ("endpoint", "failures", "last_error", "retry_at", "unreachable")
 
-    def __init__(self) -> None:
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
         self.failures = 0
         self.retry_at = 0.0
         self.last_error: str | None = None
+        #: The last failure was a connection error, not an answer from SQS.
+        self.unreachable = False
 
     def ready(self, now: float) -> bool:
         return now >= self.retry_at
@@ -80,6 +99,7 @@ class _QueueHealth:
         """Count a failure and return the (jittered, exponential) backoff."""
         self.failures += 1
         self.last_error = f"{type(error).__name__}: {error}"
+        self.unreachable = _unreachable(error)
         ceiling = min(MAX_RECEIVE_BACKOFF, 2.0 ** (self.failures - 1))
         backoff = random.uniform(ceiling / 2, ceiling)
         self.retry_at = now + backoff
@@ -189,7 +209,10 @@ class JobWorker:
         self._events = 0
         self._max_fetches = max(1, min(4, concurrency // 4))
         self._idle = False
-        self._health = {name: _QueueHealth() for name in self._names}
+        self._health = {
+            name: _QueueHealth(_endpoint_of(self._group.queue(name)))
+            for name in self._names
+        }
         self._last_receive_at: float | None = None
         self._started_at: float | None = None
 
@@ -611,6 +634,9 @@ class JobWorker:
             log.info("receive_recovered", queue=name, failures=health.failures)
             health.failures = 0
             health.last_error = None
+            health.unreachable = False
+        if any(h.unreachable for h in self._health.values()):
+            self._endpoint_reached(health.endpoint)
         self._last_receive_at = time.monotonic()
         if not messages:
             log.debug("receive_empty", queue=name, wait_seconds=wait_seconds)
@@ -632,6 +658,23 @@ class JobWorker:
             self._hooks.receive_failed(name, error)
         except Exception:
             log.exception("hook_failed", hook="receive_failed")
+
+    def _endpoint_reached(self, endpoint: str) -> None:
+        """A receive went through: retry at once the queues that could not connect.
+
+        They share the endpoint that just answered, so their backoff would only
+        keep them idle (and counting failures) while the endpoint is back.
+        """
+        now = time.monotonic()
+        with self._cond:
+            for name, health in self._health.items():
+                if health.unreachable and health.endpoint == endpoint:
+                    health.unreachable = False
+                    if health.retry_at > now:
+                        health.retry_at = now
+                        log.info("receive_retry_brought_forward", queue=name)
+            self._events += 1
+            self._cond.notify_all()
 
     def _every_queue_broken(self) -> bool:
         return all(h.failures >= MAX_RECEIVE_FAILURES for h in self._health.values())

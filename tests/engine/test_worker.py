@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import json
 import random
 import threading
 import typing as t
 
 import flask_sqs_jobs.engine.worker
 import pytest
+from botocore.exceptions import ClientError
+from botocore.exceptions import EndpointConnectionError
 from flask_sqs_jobs import JobMiddleware
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
@@ -47,6 +50,10 @@ def queue_counts(sqs: SQSClient, url: str) -> tuple[int, int]:
         int(attributes["ApproximateNumberOfMessages"]),
         int(attributes["ApproximateNumberOfMessagesNotVisible"]),
     )
+
+
+def body(source: str) -> str:
+    return json.dumps({"job_type": "work", "payload": {"from": source}})
 
 
 def fill(group: QueueGroup, count: int, queue: str = "jobs") -> None:
@@ -354,6 +361,65 @@ class TestReceiveFailures:
 
         assert status == 0
         assert handled == [{"n": 0}]
+
+    @pytest.mark.parametrize("concurrency", [1, 4])
+    @pytest.mark.parametrize(
+        ("failure", "brought_forward"),
+        [
+            (EndpointConnectionError(endpoint_url="http://127.0.0.1:1"), True),
+            (ClientError({"Error": {"Code": "InternalError"}}, "Receive"), False),
+        ],
+    )
+    def test_a_queue_that_could_not_connect_is_retried_when_another_gets_through(
+        self,
+        sqs: SQSClient,
+        logs: list[EventDict],
+        monkeypatch: pytest.MonkeyPatch,
+        concurrency: int,
+        failure: Exception,
+        brought_forward: bool,
+    ) -> None:
+        # Every backoff is a minute: only a retry brought forward runs in time.
+        monkeypatch.setattr(random, "uniform", lambda a, b: 60.0)
+        urls = {name: create_queue(sqs, f"reach-{name}") for name in ("a", "b")}
+        spy = SpyClient(sqs)
+        failed_once = threading.Event()
+
+        def fail_a_once(call: dict[str, t.Any]) -> None:
+            if call["QueueUrl"] == urls["a"] and not failed_once.is_set():
+                failed_once.set()
+                # Only now does b get a message: its receive follows a's failure.
+                sqs.send_message(QueueUrl=urls["b"], MessageBody=body("b"))
+                raise failure
+
+        spy.before["receive_message"] = fail_a_once
+        sqs.send_message(QueueUrl=urls["a"], MessageBody=body("a"))
+        handled: list[Payload] = []
+        group = QueueGroup(
+            {
+                name: {"queue": SqsQueue(url, boto_client=spy.client), "weight": w}
+                for (name, url), w in zip(urls.items(), (1000, 1), strict=True)
+            }
+        )
+        worker = JobWorker(
+            group,
+            {"work": handled.append},
+            idle_wait_seconds=0,
+            concurrency=concurrency,
+        )
+        thread = WorkerThread(worker)
+        try:
+            if brought_forward:
+                assert poll_until(lambda: len(handled) == 2)
+                brought = only_event(logs, "receive_retry_brought_forward")
+                assert brought["queue"] == "a"
+            else:
+                assert poll_until(lambda: handled == [{"from": "b"}])
+                assert worker.queue_failures()["a"] == 1
+                assert events(logs, "receive_retry_brought_forward") == []
+        finally:
+            worker.request_stop()
+        assert thread.join() == 0
 
     @pytest.mark.parametrize("idle_wait_seconds", [0, 5])
     def test_a_backoff_wait_ends_at_once_on_a_stop_request(
