@@ -9,6 +9,7 @@ import collections.abc as cabc
 import contextlib
 import functools
 import json
+import sys
 import typing as t
 
 import click
@@ -425,6 +426,18 @@ def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> 
     click.echo(f"moved {moved} dead letter(s) back to {queue!r}; {left} left")
 
 
+def _logs_off_stdout() -> t.ContextManager[object]:
+    """Keep stdout for the command's output when structlog prints there.
+
+    An application that never configured structlog gets its default logger,
+    which prints to stdout: its ``job_enqueued`` line would then mix with the
+    MessageId that scripts read.
+    """
+    if structlog.is_configured():
+        return contextlib.nullcontext()
+    return contextlib.redirect_stdout(sys.stderr)
+
+
 @jobs_command.command("enqueue")
 @click.argument("queue")
 @click.argument("job_type")
@@ -450,7 +463,7 @@ def enqueue_command(
         raise ConfigurationError(
             "PAYLOAD_JSON must be a JSON object, e.g. '{\"id\": 1}'"
         )
-    with sqs_errors(jobs, app):
+    with sqs_errors(jobs, app), _logs_off_stdout():
         try:
             message_id = jobs.enqueue(
                 queue, job_type, payload, message_group_id=group_id, delay_seconds=delay

@@ -10,6 +10,7 @@ import socket
 import typing as t
 
 import pytest
+import structlog
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
 
@@ -477,6 +478,28 @@ def test_enqueue_sends_one_job_and_prints_its_message_id(
         {},
     )
     assert message_count(sqs, queue_urls["default"]) == 0
+
+
+@pytest.fixture
+def structlog_defaults() -> cabc.Iterator[None]:
+    """structlog as in an application that never configures it: printing to stdout."""
+    config = structlog.get_config()
+    structlog.reset_defaults()
+    try:
+        yield
+    finally:
+        structlog.configure(**config)
+
+
+@pytest.mark.usefixtures("structlog_defaults")
+def test_enqueue_keeps_stdout_for_the_message_id_when_structlog_prints_there(
+    runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    result = runner.invoke(args=["sqs-jobs", "enqueue", "default", "ping"])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{only_job(sqs, queue_urls['default']).message_id}\n"
+    assert "job_enqueued" in result.stderr
 
 
 def test_enqueue_without_a_payload_sends_an_empty_object(
