@@ -38,11 +38,23 @@ def _clear_log_context() -> cabc.Iterator[None]:
     structlog.contextvars.clear_contextvars()
 
 
-@pytest.fixture
-def sqs() -> cabc.Iterator[SQSClient]:
-    """A boto3 SQS client talking to moto's in-process mock."""
+@pytest.fixture(scope="session")
+def _reusable_client() -> SQSClient:
+    """One boto3 client for the whole session: making one costs ~50 ms."""
     with mock_aws():
-        yield boto3.client("sqs", region_name=REGION)
+        return boto3.client(
+            "sqs",
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+
+@pytest.fixture
+def sqs(_reusable_client: SQSClient) -> cabc.Iterator[SQSClient]:
+    """A boto3 SQS client talking to a fresh moto in-process mock."""
+    with mock_aws():
+        yield _reusable_client
 
 
 # -- the Flask layer -----------------------------------------------------------

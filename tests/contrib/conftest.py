@@ -5,44 +5,21 @@ from __future__ import annotations
 import collections.abc as cabc
 import typing as t
 
-import boto3
 import pytest
 import structlog
 import structlog.testing
 from flask import Flask
 from flask_sqs_jobs import JobMiddleware
 from flask_sqs_jobs import SQSJobs
-from moto import mock_aws
 
 from tests.contrib.helpers import JOB_TYPE
 from tests.contrib.helpers import JobApp
 from tests.contrib.helpers import MakeJobApp
 from tests.support import create_queue
 
-REGION = "us-east-1"
-
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from structlog.typing import EventDict
-
-
-@pytest.fixture(scope="session")
-def _reusable_client() -> SQSClient:
-    """One boto3 client for the whole session: making one costs ~50 ms."""
-    with mock_aws():
-        return boto3.client(
-            "sqs",
-            region_name=REGION,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-
-
-@pytest.fixture
-def sqs(_reusable_client: SQSClient) -> cabc.Iterator[SQSClient]:
-    """Like the shared ``sqs`` fixture (a fresh moto mock each test), but faster."""
-    with mock_aws():
-        yield _reusable_client
 
 
 @pytest.fixture

@@ -4,39 +4,15 @@ import collections.abc as cabc
 import random
 import typing as t
 
-import boto3
 import pytest
 import structlog
 import structlog.testing
-from moto import mock_aws
 
 from tests.support import create_queue
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from structlog.typing import EventDict
-
-
-REGION = "us-east-1"
-
-
-@pytest.fixture(scope="session")
-def _reusable_client() -> SQSClient:
-    """One boto3 client shared by every test: making one costs ~50 ms."""
-    with mock_aws():
-        return boto3.client(
-            "sqs",
-            region_name=REGION,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-
-
-@pytest.fixture
-def sqs(_reusable_client: SQSClient) -> cabc.Iterator[SQSClient]:
-    """Like the shared ``sqs`` fixture (a fresh moto mock each test), but faster."""
-    with mock_aws():
-        yield _reusable_client
 
 
 @pytest.fixture
