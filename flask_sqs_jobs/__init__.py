@@ -18,6 +18,7 @@ from .engine import JobWorker
 from .engine import NonRetryableError
 from .engine import QueueGroup
 from .engine import RetryJob
+from .engine import SQSJobsError
 from .engine import SqsQueue
 
 if t.TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "QueueGroup",
     "RetryJob",
     "SQSJobs",
+    "SQSJobsError",
     "SqsQueue",
     "current_job",
     "signals",

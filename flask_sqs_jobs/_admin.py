@@ -13,7 +13,7 @@ import boto3
 import click
 
 from ._config import Config
-from .engine.batching import error_code
+from .engine._group_commit import error_code
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

@@ -8,8 +8,8 @@ import difflib
 import json
 import typing as t
 
-from .engine.queue_group import check_queue_definitions
-from .engine.wire import MAX_WAIT_SECONDS
+from .engine._queue_group import check_queue_definitions
+from .engine._wire import MAX_WAIT_SECONDS
 
 PREFIX = "SQS_JOBS_"
 

@@ -19,19 +19,19 @@ from flask import Response
 from ._config import AWSSetupError
 from ._config import Config
 from ._config import load_config
-from ._eager import eager_queue
-from ._eager import EagerQueueGroup
 from ._hooks import FlaskHooks
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
-from .engine.batch_enqueue import JobSpec
-from .engine.handlers import HandlerFunc
-from .engine.handlers import JobHandler
-from .engine.hooks import Hooks
-from .engine.job import JSONObject
-from .engine.middleware import JobMiddleware
-from .engine.queue_group import QueueGroup
-from .engine.worker import JobWorker
+from .engine._batch_enqueue import JobSpec
+from .engine._eager import eager_queue
+from .engine._eager import EagerQueueGroup
+from .engine._handlers import HandlerFunc
+from .engine._handlers import JobHandler
+from .engine._hooks import Hooks
+from .engine._job import JSONObject
+from .engine._middleware import JobMiddleware
+from .engine._queue_group import QueueGroup
+from .engine._worker import JobWorker
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

@@ -10,9 +10,9 @@ from blinker import NamedSignal
 from flask import Flask
 
 from . import signals
-from .engine.hooks import Hooks
-from .engine.job import Job
-from .engine.outcome import Outcome
+from .engine._hooks import Hooks
+from .engine._job import Job
+from .engine._outcome import Outcome
 
 log = structlog.get_logger(__name__)
 

@@ -6,8 +6,8 @@ import collections.abc as cabc
 import json
 import typing as t
 
-from .engine.wire import DEAD_LETTER_ATTRIBUTE
-from .engine.wire import decode_body
+from .engine._wire import DEAD_LETTER_ATTRIBUTE
+from .engine._wire import decode_body
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

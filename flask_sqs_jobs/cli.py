@@ -27,13 +27,13 @@ from ._inspect import make_visible
 from ._inspect import queue_stats
 from ._inspect import receive_all
 from ._inspect import redrive
-from .engine.exceptions import QueueNotFoundError
-from .engine.runner import run_until_signalled
-from .health import HealthServer
+from .engine._exceptions import QueueNotFoundError
+from .engine._health import HealthServer
+from .engine._runner import run_until_signalled
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
-    from .contrib.prometheus import PrometheusMetrics
+    from .engine._metrics import PrometheusMetrics
 
 log = structlog.get_logger(__name__)
 
@@ -193,7 +193,7 @@ def worker_command(
 
 def _metrics() -> PrometheusMetrics | None:
     try:
-        from .contrib.prometheus import PrometheusMetrics
+        from .engine._metrics import PrometheusMetrics
     except ImportError as exc:
         log.warning("metrics_unavailable", reason=str(exc))
         return None

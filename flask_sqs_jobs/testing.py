@@ -24,8 +24,8 @@ import typing as t
 from flask import Flask
 
 from . import signals
-from .engine.job import Job
-from .engine.outcome import Outcome
+from .engine._job import Job
+from .engine._outcome import Outcome
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs

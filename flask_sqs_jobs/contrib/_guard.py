@@ -19,9 +19,9 @@ import typing as t
 
 import structlog
 
-from ..engine.exceptions import NonRetryableError
-from ..engine.exceptions import RetryJob
-from ..engine.job import Job
+from ..engine._exceptions import NonRetryableError
+from ..engine._exceptions import RetryJob
+from ..engine._job import Job
 
 log = structlog.get_logger("flask_sqs_jobs.contrib")
 

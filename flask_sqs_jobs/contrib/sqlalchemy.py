@@ -40,7 +40,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 import structlog
 from flask import current_app
 
-from ..engine.job import JSONObject
+from ..engine._job import JSONObject
 
 if t.TYPE_CHECKING:
     from .._extension import SQSJobs

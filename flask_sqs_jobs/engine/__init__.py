@@ -1,30 +1,35 @@
 """The queue engine: SQS queues, jobs, middleware and the worker, without Flask.
 
 Nothing in this package imports Flask, so it serves any Python process that
-has a boto3 SQS client.
+has a boto3 SQS client. Every module in it is private (its name starts with
+an underscore); the names below are the engine's public API.
 """
 
 from __future__ import annotations
 
-from .current import current_job
-from .exceptions import EnqueueBatchError
-from .exceptions import NonRetryableError
-from .exceptions import RetryJob
-from .exceptions import SQSJobsError
-from .exceptions import UnknownQueueError
-from .handlers import JobHandler
-from .hooks import Hooks
-from .job import Job
-from .job import JSONObject
-from .middleware import JobMiddleware
-from .outcome import Outcome
-from .queue import SqsQueue
-from .queue_group import QueueGroup
-from .runner import run_worker
-from .worker import JobWorker
+from ._current import current_job
+from ._exceptions import EnqueueBatchError
+from ._exceptions import NonRetryableError
+from ._exceptions import QueueNotFoundError
+from ._exceptions import RetryJob
+from ._exceptions import SQSJobsError
+from ._exceptions import UnknownQueueError
+from ._handlers import JobHandler
+from ._health import HealthServer
+from ._hooks import Hooks
+from ._job import Job
+from ._job import JSONObject
+from ._middleware import JobMiddleware
+from ._outcome import Outcome
+from ._queue import SqsQueue
+from ._queue_group import QueueGroup
+from ._runner import run_worker
+from ._worker import JobWorker
+from ._worker import pause
 
 __all__ = [
     "EnqueueBatchError",
+    "HealthServer",
     "Hooks",
     "JSONObject",
     "Job",
@@ -34,10 +39,12 @@ __all__ = [
     "NonRetryableError",
     "Outcome",
     "QueueGroup",
+    "QueueNotFoundError",
     "RetryJob",
     "SQSJobsError",
     "SqsQueue",
     "UnknownQueueError",
     "current_job",
+    "pause",
     "run_worker",
 ]

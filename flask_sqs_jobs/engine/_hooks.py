@@ -9,8 +9,8 @@ import typing as t
 import structlog
 
 if t.TYPE_CHECKING:
-    from .job import Job
-    from .outcome import Outcome
+    from ._job import Job
+    from ._outcome import Outcome
 
 log = structlog.get_logger(__name__)
 

@@ -14,36 +14,36 @@ import typing as t
 
 import structlog
 
-from .current import reset_current_job
-from .current import set_current_job
-from .exceptions import NonRetryableError
-from .exceptions import RetryJob
-from .handlers import call_handler
-from .handlers import JobHandler
-from .heartbeat import Heartbeat
-from .heartbeat import Lease
-from .hooks import Hooks
-from .job import Job
-from .job import JSONObject
-from .middleware import compose_consume
-from .outcome import Outcome
-from .queue import CallError
-from .queue import is_lost_ownership
-from .queue import SqsQueue
-from .wire import DEAD_LETTER_ATTRIBUTE
-from .wire import decode_attributes
-from .wire import decode_body
-from .wire import DecodedBody
-from .wire import dump_json
-from .wire import format_utc
-from .wire import MAX_DELAY_SECONDS
-from .wire import MAX_MESSAGE_ATTRIBUTES
-from .wire import MAX_VISIBILITY_TIMEOUT
-from .wire import parse_run_at
-from .wire import string_attribute
+from ._current import reset_current_job
+from ._current import set_current_job
+from ._exceptions import NonRetryableError
+from ._exceptions import RetryJob
+from ._handlers import call_handler
+from ._handlers import JobHandler
+from ._heartbeat import Heartbeat
+from ._heartbeat import Lease
+from ._hooks import Hooks
+from ._job import Job
+from ._job import JSONObject
+from ._middleware import compose_consume
+from ._outcome import Outcome
+from ._queue import CallError
+from ._queue import is_lost_ownership
+from ._queue import SqsQueue
+from ._wire import DEAD_LETTER_ATTRIBUTE
+from ._wire import decode_attributes
+from ._wire import decode_body
+from ._wire import DecodedBody
+from ._wire import dump_json
+from ._wire import format_utc
+from ._wire import MAX_DELAY_SECONDS
+from ._wire import MAX_MESSAGE_ATTRIBUTES
+from ._wire import MAX_VISIBILITY_TIMEOUT
+from ._wire import parse_run_at
+from ._wire import string_attribute
 
 if t.TYPE_CHECKING:
-    from .queue_group import QueueGroup
+    from ._queue_group import QueueGroup
 
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")

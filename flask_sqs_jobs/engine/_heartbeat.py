@@ -9,10 +9,10 @@ import time
 
 import structlog
 
-from .queue import CallError
-from .queue import is_lost_ownership
-from .queue import SqsQueue
-from .wire import MAX_BATCH_ENTRIES
+from ._queue import CallError
+from ._queue import is_lost_ownership
+from ._queue import SqsQueue
+from ._wire import MAX_BATCH_ENTRIES
 
 log = structlog.get_logger(__name__)
 

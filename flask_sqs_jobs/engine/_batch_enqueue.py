@@ -9,25 +9,25 @@ import typing as t
 
 import structlog
 
-from .batching import error_code
-from .exceptions import EnqueueBatchError
-from .exceptions import SQSJobsError
-from .job import Job
-from .middleware import check_single_trace_injector
-from .middleware import compose_produce
-from .middleware import JobMiddleware
-from .producer import build_send_params
-from .producer import check_correlation_fields
-from .producer import check_job_type
-from .producer import check_options
-from .producer import check_payload
-from .producer import SendOptions
-from .queue import SqsQueue
-from .wire import MAX_BATCH_ENTRIES
-from .wire import message_size
+from ._exceptions import EnqueueBatchError
+from ._exceptions import SQSJobsError
+from ._group_commit import error_code
+from ._job import Job
+from ._middleware import check_single_trace_injector
+from ._middleware import compose_produce
+from ._middleware import JobMiddleware
+from ._producer import build_send_params
+from ._producer import check_correlation_fields
+from ._producer import check_job_type
+from ._producer import check_options
+from ._producer import check_payload
+from ._producer import SendOptions
+from ._queue import SqsQueue
+from ._wire import MAX_BATCH_ENTRIES
+from ._wire import message_size
 
 if t.TYPE_CHECKING:
-    from .queue_group import QueueGroup
+    from ._queue_group import QueueGroup
 
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 log = structlog.get_logger(__name__)

@@ -15,21 +15,21 @@ import typing as t
 import botocore.exceptions
 import structlog
 
-from .handlers import as_job_handler
-from .handlers import close_thread_loop
-from .handlers import HandlerFunc
-from .handlers import JobHandler
-from .heartbeat import Heartbeat
-from .heartbeat import Lease
-from .hooks import Hooks
-from .hooks import MultiHooks
-from .middleware import compose_poll
-from .processor import Delivery
-from .processor import Processor
-from .queue import SqsQueue
-from .queue_group import QueueGroup
-from .wire import MAX_BATCH_ENTRIES
-from .wire import MAX_WAIT_SECONDS
+from ._handlers import as_job_handler
+from ._handlers import close_thread_loop
+from ._handlers import HandlerFunc
+from ._handlers import JobHandler
+from ._heartbeat import Heartbeat
+from ._heartbeat import Lease
+from ._hooks import Hooks
+from ._hooks import MultiHooks
+from ._middleware import compose_poll
+from ._processor import Delivery
+from ._processor import Processor
+from ._queue import SqsQueue
+from ._queue_group import QueueGroup
+from ._wire import MAX_BATCH_ENTRIES
+from ._wire import MAX_WAIT_SECONDS
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +124,7 @@ class JobWorker:
 
     :param queues: the queues to poll.
     :param handlers: job type -> handler (a function taking the payload, or a
-        :class:`~flask_sqs_jobs.engine.handlers.JobHandler`).
+        :class:`~flask_sqs_jobs.engine._handlers.JobHandler`).
     :param should_stop: called before each polling cycle; returning True stops
         the worker gracefully.
     :param idle_wait_seconds: long-poll wait (0..20) when every queue is empty.

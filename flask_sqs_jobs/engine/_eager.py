@@ -10,23 +10,23 @@ import uuid
 
 import structlog
 
-from .engine.batch_enqueue import JobSpec
-from .engine.batch_enqueue import prepare_job
-from .engine.handlers import JobHandler
-from .engine.heartbeat import Heartbeat
-from .engine.heartbeat import Lease
-from .engine.job import Job
-from .engine.middleware import check_single_trace_injector
-from .engine.middleware import compose_produce
-from .engine.processor import Delivery
-from .engine.processor import Processor
-from .engine.producer import build_send_params
-from .engine.producer import check_job_type
-from .engine.producer import check_payload
-from .engine.producer import SendOptions
-from .engine.queue import CallError
-from .engine.queue import SqsQueue
-from .engine.queue_group import QueueGroup
+from ._batch_enqueue import JobSpec
+from ._batch_enqueue import prepare_job
+from ._handlers import JobHandler
+from ._heartbeat import Heartbeat
+from ._heartbeat import Lease
+from ._job import Job
+from ._middleware import check_single_trace_injector
+from ._middleware import compose_produce
+from ._processor import Delivery
+from ._processor import Processor
+from ._producer import build_send_params
+from ._producer import check_job_type
+from ._producer import check_payload
+from ._producer import SendOptions
+from ._queue import CallError
+from ._queue import SqsQueue
+from ._queue_group import QueueGroup
 
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import typing as t
 
-from .job import Job
+from ._job import Job
 
 _current: contextvars.ContextVar[Job] = contextvars.ContextVar(
     "flask_sqs_jobs.current_job"

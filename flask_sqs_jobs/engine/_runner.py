@@ -13,13 +13,13 @@ import typing as t
 
 import structlog
 
-from .worker import EXIT_OK
-from .worker import JobWorker
+from ._worker import EXIT_OK
+from ._worker import JobWorker
 
 if t.TYPE_CHECKING:
-    from .handlers import HandlerFunc
-    from .handlers import JobHandler
-    from .queue_group import QueueGroup
+    from ._handlers import HandlerFunc
+    from ._handlers import JobHandler
+    from ._queue_group import QueueGroup
 
 log = structlog.get_logger(__name__)
 

@@ -7,7 +7,7 @@ import collections.abc as cabc
 import threading
 import typing as t
 
-from .wire import MAX_BATCH_ENTRIES
+from ._wire import MAX_BATCH_ENTRIES
 
 E = t.TypeVar("E")
 

@@ -10,12 +10,12 @@ import urllib.parse
 
 import structlog
 
-from .batching import error_code
-from .batching import GroupCommit
-from .exceptions import QueueNotFoundError
-from .wire import DEFAULT_MAX_MESSAGE_SIZE
-from .wire import MAX_BATCH_ENTRIES
-from .wire import MAX_VISIBILITY_TIMEOUT
+from ._exceptions import QueueNotFoundError
+from ._group_commit import error_code
+from ._group_commit import GroupCommit
+from ._wire import DEFAULT_MAX_MESSAGE_SIZE
+from ._wire import MAX_BATCH_ENTRIES
+from ._wire import MAX_VISIBILITY_TIMEOUT
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

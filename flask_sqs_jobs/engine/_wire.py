@@ -16,7 +16,7 @@ import json
 import re
 import typing as t
 
-from .job import JSONObject
+from ._job import JSONObject
 
 #: Message attributes SQS accepts on one message.
 MAX_MESSAGE_ATTRIBUTES = 10

@@ -7,16 +7,16 @@ import datetime as dt
 import math
 import typing as t
 
-from .job import Job
-from .job import JSONObject
-from .queue import SqsQueue
-from .wire import build_attributes
-from .wire import dump_json
-from .wire import encode_body
-from .wire import MAX_DELAY_SECONDS
-from .wire import MAX_MESSAGE_ATTRIBUTES
-from .wire import message_size
-from .wire import MessageAttributes
+from ._job import Job
+from ._job import JSONObject
+from ._queue import SqsQueue
+from ._wire import build_attributes
+from ._wire import dump_json
+from ._wire import encode_body
+from ._wire import MAX_DELAY_SECONDS
+from ._wire import MAX_MESSAGE_ATTRIBUTES
+from ._wire import message_size
+from ._wire import MessageAttributes
 
 #: The longest MessageGroupId / MessageDeduplicationId SQS accepts.
 MAX_ID_LENGTH = 128

@@ -9,29 +9,29 @@ import typing as t
 
 import structlog
 
-from .exceptions import QueueNotFoundError
-from .exceptions import UnknownQueueError
-from .hooks import Hooks
-from .job import Job
-from .job import JSONObject
-from .middleware import check_single_trace_injector
-from .middleware import compose_produce
-from .middleware import JobMiddleware
-from .producer import build_send_params
-from .producer import check_correlation_fields
-from .producer import check_job_type
-from .producer import check_options
-from .producer import check_payload
-from .producer import SendOptions
-from .queue import check_queue_options
-from .queue import SqsQueue
+from ._exceptions import QueueNotFoundError
+from ._exceptions import UnknownQueueError
+from ._hooks import Hooks
+from ._job import Job
+from ._job import JSONObject
+from ._middleware import check_single_trace_injector
+from ._middleware import compose_produce
+from ._middleware import JobMiddleware
+from ._producer import build_send_params
+from ._producer import check_correlation_fields
+from ._producer import check_job_type
+from ._producer import check_options
+from ._producer import check_payload
+from ._producer import SendOptions
+from ._queue import check_queue_options
+from ._queue import SqsQueue
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
-    from .batch_enqueue import JobSpec
-    from .handlers import HandlerFunc
-    from .handlers import JobHandler
+    from ._batch_enqueue import JobSpec
+    from ._handlers import HandlerFunc
+    from ._handlers import JobHandler
 
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
@@ -232,7 +232,7 @@ class QueueGroup:
             ``(index, message_id)`` of those sent, ``.failed`` lists
             ``(index, code, message)`` of the others.
         """
-        from .batch_enqueue import enqueue_many
+        from ._batch_enqueue import enqueue_many
 
         return enqueue_many(self, queue, jobs)
 
@@ -280,7 +280,7 @@ class QueueGroup:
 
         :raises SystemExit: with code 1 after persistent receive failures.
         """
-        from .runner import run_worker
+        from ._runner import run_worker
 
         run_worker(
             self, handlers, idle_wait_seconds=idle_wait_seconds, concurrency=concurrency

@@ -17,10 +17,10 @@ import typing as t
 
 import structlog
 
-from .engine.worker import JobWorker
+from ._worker import JobWorker
 
 if t.TYPE_CHECKING:
-    from .contrib.prometheus import PrometheusMetrics
+    from ._metrics import PrometheusMetrics
 
 log = structlog.get_logger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import typing as t
 
-from .job import Job
+from ._job import Job
 
 T = t.TypeVar("T")
 

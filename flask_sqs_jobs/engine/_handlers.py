@@ -9,7 +9,7 @@ import inspect
 import threading
 import typing as t
 
-from .job import JSONObject
+from ._job import JSONObject
 
 #: A handler takes the job's payload; it may be a coroutine function.
 HandlerFunc: t.TypeAlias = cabc.Callable[[JSONObject], object]
