@@ -12,14 +12,13 @@ import structlog
 
 from ._batch_enqueue import JobSpec
 from ._batch_enqueue import prepare_job
+from ._delivery import Delivery
 from ._handlers import JobHandler
 from ._heartbeat import Heartbeat
 from ._heartbeat import Lease
 from ._job import Job
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
-from ._processor import Delivery
-from ._processor import Processor
 from ._producer import build_send_params
 from ._producer import check_job_type
 from ._producer import check_payload
@@ -27,6 +26,8 @@ from ._producer import SendOptions
 from ._queue import CallError
 from ._queue import SqsQueue
 from ._queue_group import QueueGroup
+from ._running import JobRunner
+from ._settling import Settler
 
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 
@@ -67,7 +68,9 @@ class EagerQueueGroup(QueueGroup):
     ) -> None:
         super().__init__(queues, **kwargs)
         self._eager_handlers = handlers
-        self._processor = Processor(self, handlers, Heartbeat())
+        heartbeat = Heartbeat()
+        self._runner = JobRunner(handlers, self.middleware, heartbeat, self.hooks)
+        self._settler = Settler(heartbeat, self.hooks, lambda: sorted(handlers))
 
     def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:
         """Check every job, then run each one at once, in order."""
@@ -132,10 +135,18 @@ class EagerQueueGroup(QueueGroup):
         delivery = Delivery(job.queue, sqs_queue, message, lease)
         # An empty context, as in a worker thread: the job sees no request (nor
         # the caller's app context), so eager tests catch a handler that needs one.
-        contextvars.Context().run(self._processor.process, delivery)
-        if delivery.exception is not None:
-            raise delivery.exception
+        exception = contextvars.Context().run(self._process, delivery)
+        if exception is not None:
+            raise exception
         return message_id
+
+    def _process(self, delivery: Delivery) -> BaseException | None:
+        ran = self._runner.run(delivery)
+        try:
+            self._settler.settle(ran)
+        finally:
+            ran.close()
+        return ran.exception
 
 
 def eager_queue(definition: cabc.Mapping[str, t.Any]) -> EagerQueue:

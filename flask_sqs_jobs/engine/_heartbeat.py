@@ -45,6 +45,7 @@ class Lease:
         "queue",
         "queue_name",
         "receipt_handle",
+        "received_at",
         "settling",
         "tracked",
         "visibility_timeout",
@@ -62,6 +63,7 @@ class Lease:
         self.queue_name = queue_name
         self.receipt_handle = receipt_handle
         self.message_id = message_id
+        self.received_at = received_at
         self.visibility_timeout = queue.visibility_timeout or 0
         self.interval = self.visibility_timeout / 3
         self.next_due = received_at + self.interval
@@ -71,7 +73,7 @@ class Lease:
         self.failure: str | None = None
         self.tracked = False
         self.in_flight = False
-        #: Its job is over and the message is being deleted (see Heartbeat.settle).
+        #: Its job is over and the message is being deleted (see Heartbeat.freeze).
         self.settling = False
 
     @property
@@ -91,6 +93,8 @@ class Heartbeat:
         self._leases: set[Lease] = set()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        #: When the thread wakes next on its own (monotonic seconds).
+        self._wake_at = 0.0
         self._calls = concurrent.futures.ThreadPoolExecutor(
             _CONCURRENT_CALLS, thread_name_prefix="sqs-jobs-heartbeat-call"
         )
@@ -123,8 +127,16 @@ class Heartbeat:
             with self._cond:
                 lease.tracked = True
                 self._leases.add(lease)
-                self._cond.notify_all()
+                self._wake_if_before(lease.next_due - lease.interval * _BATCH_WINDOW)
         return lease
+
+    def _wake_if_before(self, moment: float) -> None:
+        """Wake the thread if it sleeps past ``moment`` (call with the lock).
+
+        Waking it for every received message would cost a thread switch each.
+        """
+        if moment < self._wake_at:
+            self._cond.notify_all()
 
     def start_job(
         self, lease: Lease, max_runtime_seconds: float, abort: threading.Event
@@ -133,9 +145,10 @@ class Heartbeat:
         with self._cond:
             lease.job_deadline = time.monotonic() + max_runtime_seconds
             lease.abort = abort
-            self._cond.notify_all()
+            if lease.tracked:
+                self._wake_if_before(lease.job_deadline)
 
-    def release(self, lease: Lease) -> None:
+    def drop(self, lease: Lease) -> None:
         """Stop extending ``lease``, waiting for an extension already in flight.
 
         After this returns no heartbeat call for the message is pending, so the
@@ -147,8 +160,8 @@ class Heartbeat:
             while lease.in_flight:
                 self._cond.wait()
 
-    def settle(self, lease: Lease) -> None:
-        """Wait for an extension in flight, then keep extending until :meth:`release`.
+    def freeze(self, lease: Lease) -> None:
+        """Wait for an extension in flight, then keep extending until :meth:`drop`.
 
         For a job whose message is about to be deleted: once this returns,
         ``lease.failed`` is final, and the message stays invisible however long
@@ -164,7 +177,7 @@ class Heartbeat:
     def abandon(self, lease: Lease, reason: str) -> None:
         """Give up ``lease`` for good: its job may no longer delete the message.
 
-        Like :meth:`release`, waits for an extension already in flight, so the
+        Like :meth:`drop`, waits for an extension already in flight, so the
         caller may then make the message visible again.
         """
         with self._cond:
@@ -188,7 +201,12 @@ class Heartbeat:
             with self._cond:
                 due = self._take_due()
                 while not due and not self._stopping:
-                    self._cond.wait(self._seconds_until_next())
+                    timeout = self._seconds_until_next()
+                    self._wake_at = (
+                        float("inf") if timeout is None else time.monotonic() + timeout
+                    )
+                    self._cond.wait(timeout)
+                    self._wake_at = 0.0
                     due = self._take_due()
                 if self._stopping:
                     for lease in due:
@@ -210,7 +228,7 @@ class Heartbeat:
                     if lease.tracked:
                         lease.next_due = sent_at + lease.interval
                 elif not (lease.failed or lease.settling):
-                    # Even when its job ended (released) while the call was
+                    # Even when its job ended (dropped) while the call was
                     # in flight: that job must not delete the message now.
                     self._fail(
                         lease, f"{error[0]}: {error[1]}", lost=is_lost_ownership(error)

@@ -6,13 +6,11 @@ import collections.abc as cabc
 import contextlib
 import typing as t
 
-import structlog
+from ._isolation import call_hook
 
 if t.TYPE_CHECKING:
     from ._job import Job
     from ._outcome import Outcome
-
-log = structlog.get_logger(__name__)
 
 
 class Hooks:
@@ -97,7 +95,4 @@ class MultiHooks(Hooks):
     def _each(self, name: str, *args: t.Any) -> None:
         """Call hook ``name`` on each; one that raises does not stop the others."""
         for hooks in self.hooks:
-            try:
-                getattr(hooks, name)(*args)
-            except Exception:
-                log.exception("hook_failed", hook=name)
+            call_hook(name, getattr(hooks, name), *args)

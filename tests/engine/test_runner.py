@@ -6,11 +6,11 @@ import os
 import signal
 import typing as t
 
-import flask_sqs_jobs.engine._worker
 import pytest
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import SqsQueue
+from flask_sqs_jobs.engine import _receive_health
 from flask_sqs_jobs.engine import run_worker
 
 from tests.engine.helpers import one_queue_group
@@ -52,7 +52,7 @@ def test_a_stop_signal_lets_the_running_job_finish_then_returns(
 def test_queue_group_run_worker_exits_1_after_persistent_receive_failures(
     sqs: SQSClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(flask_sqs_jobs.engine._worker, "MAX_RECEIVE_BACKOFF", 0.0)
+    monkeypatch.setattr(_receive_health, "MAX_RECEIVE_BACKOFF", 0.0)
     group = QueueGroup({"gone": {"queue": SqsQueue(MISSING_URL, boto_client=sqs)}})
     previous = signal.getsignal(signal.SIGTERM)
 

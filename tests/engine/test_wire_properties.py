@@ -11,6 +11,7 @@ no example database) and fast.
 from __future__ import annotations
 
 import collections.abc as cabc
+import contextvars
 import datetime as dt
 import json
 import typing as t
@@ -18,14 +19,15 @@ import typing as t
 import structlog.testing
 from botocore.exceptions import ClientError
 from flask_sqs_jobs import NonRetryableError
-from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import RetryJob
 from flask_sqs_jobs import SqsQueue
+from flask_sqs_jobs.engine._delivery import Delivery
 from flask_sqs_jobs.engine._handlers import as_job_handler
 from flask_sqs_jobs.engine._heartbeat import Heartbeat
+from flask_sqs_jobs.engine._hooks import Hooks
 from flask_sqs_jobs.engine._outcome import Outcome
-from flask_sqs_jobs.engine._processor import Delivery
-from flask_sqs_jobs.engine._processor import Processor
+from flask_sqs_jobs.engine._running import JobRunner
+from flask_sqs_jobs.engine._settling import Settler
 from flask_sqs_jobs.engine._wire import decode_attributes
 from flask_sqs_jobs.engine._wire import decode_body
 from flask_sqs_jobs.engine._wire import DecodedBody
@@ -294,11 +296,10 @@ def test_process_never_raises(
     client = t.cast("SQSClient", FakeClient(failing, attributes))
     url = "https://sqs.test/1/jobs" + (".fifo" if fifo else "")
     queue = SqsQueue(url, boto_client=client, visibility_timeout=visibility_timeout)
-    group = QueueGroup({"jobs": {"queue": queue}})
     heartbeat = Heartbeat()
-    processor = Processor(
-        group, {k: as_job_handler(v) for k, v in HANDLERS.items()}, heartbeat
-    )
+    handlers = {k: as_job_handler(v) for k, v in HANDLERS.items()}
+    runner = JobRunner(handlers, (), heartbeat, Hooks())
+    settler = Settler(heartbeat, Hooks(), lambda: sorted(handlers))
     lease = heartbeat.hold(
         queue,
         "jobs",
@@ -306,7 +307,16 @@ def test_process_never_raises(
         str(message.get("MessageId", "")),
         0.0,
     )
+    delivery = Delivery("jobs", queue, message, lease)
+
+    def process() -> Outcome | None:
+        ran = runner.run(delivery)
+        try:
+            return settler.settle(ran)
+        finally:
+            ran.close()
+
     with structlog.testing.capture_logs():
-        outcome = processor.process(Delivery("jobs", queue, message, lease))
+        outcome = contextvars.copy_context().run(process)
     assert outcome is None or isinstance(outcome, Outcome)
     assert not heartbeat.held(), "the processor left the message's lease tracked"

@@ -8,7 +8,6 @@ import random
 import threading
 import typing as t
 
-import flask_sqs_jobs.engine._worker
 import pytest
 from botocore.exceptions import ClientError
 from botocore.exceptions import EndpointConnectionError
@@ -16,6 +15,7 @@ from flask_sqs_jobs import JobMiddleware
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import SqsQueue
+from flask_sqs_jobs.engine import _receive_health
 
 from tests.engine.helpers import events
 from tests.engine.helpers import one_queue_group
@@ -293,7 +293,7 @@ class TestReceiveFailures:
     def test_the_worker_exits_1_when_every_queue_keeps_failing(
         self, sqs: SQSClient, logs: list[EventDict], monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(flask_sqs_jobs.engine._worker, "MAX_RECEIVE_BACKOFF", 0.001)
+        monkeypatch.setattr(_receive_health, "MAX_RECEIVE_BACKOFF", 0.001)
         group = QueueGroup(
             {
                 "a": {"queue": SqsQueue(MISSING_URL, boto_client=sqs)},
@@ -322,7 +322,7 @@ class TestReceiveFailures:
         logs: list[EventDict],
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        monkeypatch.setattr(flask_sqs_jobs.engine._worker, "MAX_RECEIVE_BACKOFF", 0.0)
+        monkeypatch.setattr(_receive_health, "MAX_RECEIVE_BACKOFF", 0.0)
         handled: list[Payload] = []
         group = QueueGroup(
             {
@@ -341,7 +341,7 @@ class TestReceiveFailures:
     def test_a_queue_that_recovers_is_served_again(
         self, sqs: SQSClient, queue_url: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(flask_sqs_jobs.engine._worker, "MAX_RECEIVE_BACKOFF", 0.0)
+        monkeypatch.setattr(_receive_health, "MAX_RECEIVE_BACKOFF", 0.0)
         spy = SpyClient(sqs)
         spy.failing["receive_message"] = "AWS.SimpleQueueService.NonExistentQueue"
         handled: list[Payload] = []

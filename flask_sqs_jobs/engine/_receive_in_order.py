@@ -1,0 +1,100 @@
+"""Receiving with one slot: each cycle takes at most one message, in order.
+
+A cycle tries the queues in weighted random order with short receives and
+returns the first message found, which the worker then runs inside the same
+cycle (so a ``poll`` middleware wraps it). When every queue is empty it
+long-polls all of them at once and returns on the first news, so a message on
+any queue starts at once.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import time
+
+from ._delivery import Delivery
+from ._receiver import Receiver
+from ._worker_state import WorkerState
+
+
+class InOrderReceiving:
+    """The receiving strategy of ``concurrency=1``."""
+
+    def __init__(
+        self,
+        receiver: Receiver,
+        state: WorkerState,
+        polling_order: cabc.Callable[[], list[str]],
+        idle_wait_seconds: int,
+    ) -> None:
+        self._receiver = receiver
+        self._state = state
+        self._polling_order = polling_order
+        self._idle_wait = idle_wait_seconds
+        self._idle = False
+
+    def next_message(self) -> Delivery | None:
+        """Return the cycle's message, or None when the cycle found none."""
+        state = self._state
+        with state.lock:
+            if state.stop_requested:
+                return None
+            held = state.take_held()
+            if held is not None:
+                self._idle = False
+                return held
+            long_polling = set(state.long_polling)
+            ready = state.health.ready_names(self._polling_order())
+        if not (self._idle and self._idle_wait):
+            for name in ready:
+                if name in long_polling:
+                    continue
+                deliveries = self._receiver.receive(name, 1, 0)
+                if deliveries:
+                    self._idle = False
+                    with state.lock:
+                        state.hold(name, deliveries[1:])
+                    return deliveries[0]
+        if self._idle_wait:
+            self._idle = True
+            return self._long_poll_all()
+        if not ready:
+            self._sleep_until_a_queue_is_ready()
+        return None
+
+    def _long_poll_all(self) -> Delivery | None:
+        """Long-poll every ready queue at once; return on the first news."""
+        state = self._state
+        with state.lock:
+            # A queue whose receive just failed waits for its backoff.
+            for name in state.health.ready_names(state.names):
+                if name not in state.long_polling and not state.stop_requested:
+                    self._receiver.start_long_poll(name, 1, self._idle_wait)
+            events = state.events
+            # Computed once: a backed-off queue that is ready again drops out of
+            # next_ready_in(), so asking in the loop would never reach 0 and the
+            # queue would wait for the other long polls to end.
+            retry_in = state.health.next_ready_in()
+            retry_at = None if retry_in is None else time.monotonic() + retry_in
+            while not (state.stop_requested or state.events != events):
+                if state.held_count:
+                    break
+                if retry_at is None and not state.long_polling:
+                    break
+                timeout = None if retry_at is None else retry_at - time.monotonic()
+                if timeout is not None and timeout <= 0:
+                    break
+                state.changed.wait(timeout)
+            if state.stop_requested:
+                return None
+            held = state.take_held()
+        if held is not None:
+            self._idle = False
+        return held
+
+    def _sleep_until_a_queue_is_ready(self) -> None:
+        state = self._state
+        with state.lock:
+            timeout = state.health.next_ready_in()
+            if timeout is not None and not state.stop_requested:
+                state.changed.wait(timeout)

@@ -1,0 +1,58 @@
+"""What the worker sends again: a message's attributes, and its dead letter."""
+
+from __future__ import annotations
+
+import datetime as dt
+import typing as t
+
+from ._delivery import Delivery
+from ._job import JSONObject
+from ._wire import DEAD_LETTER_ATTRIBUTE
+from ._wire import dump_json
+from ._wire import format_utc
+from ._wire import MAX_MESSAGE_ATTRIBUTES
+from ._wire import string_attribute
+
+
+def copy_attributes(attributes: object) -> dict[str, JSONObject]:
+    """Return received message attributes in the shape SendMessage accepts."""
+    copied: dict[str, JSONObject] = {}
+    if not isinstance(attributes, dict):
+        return copied
+    for name, attribute in attributes.items():
+        if not isinstance(attribute, dict) or "DataType" not in attribute:
+            continue
+        kept = {
+            k: attribute[k]
+            for k in ("DataType", "StringValue", "BinaryValue")
+            if k in attribute
+        }
+        if len(kept) > 1:
+            copied[name] = kept
+    return copied
+
+
+def dead_letter_params(
+    delivery: Delivery, exception: BaseException | None
+) -> dict[str, t.Any]:
+    """SendMessage arguments that move ``delivery`` to its dead-letter queue."""
+    reason = {
+        "error_type": type(exception).__name__ if exception is not None else None,
+        "error": str(exception)[:1000] if exception is not None else None,
+        "failed_at": format_utc(dt.datetime.now(dt.UTC)),
+        "source_queue": delivery.queue_name,
+        "receive_count": delivery.receive_count,
+    }
+    attributes = copy_attributes(delivery.attributes)
+    attributes.pop(DEAD_LETTER_ATTRIBUTE, None)
+    while len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
+        attributes.pop(next(reversed(attributes)))
+    attributes[DEAD_LETTER_ATTRIBUTE] = string_attribute(dump_json(reason))
+    params: dict[str, t.Any] = {
+        "MessageBody": delivery.body,
+        "MessageAttributes": attributes,
+    }
+    if delivery.queue.is_fifo:
+        params["MessageGroupId"] = delivery.group_id or "dead-letter"
+        params["MessageDeduplicationId"] = delivery.message_id[:128]
+    return params

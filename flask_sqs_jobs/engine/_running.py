@@ -1,0 +1,229 @@
+"""Phase one of a job: read the message, enter the job's scope, run the handler.
+
+The scope (the job's log context, its lease clock, the framework's job
+context such as Flask's app context, ``current_job``) is entered here and
+stays open until the message is settled, so ``job_finished`` is reported
+inside it; the caller closes it with :meth:`Ran.close`.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import contextlib
+import dataclasses
+import datetime as dt
+import enum
+import time
+import typing as t
+
+import structlog
+
+from ._current import reset_current_job
+from ._current import set_current_job
+from ._delivery import Delivery
+from ._exceptions import NonRetryableError
+from ._handlers import call_handler
+from ._handlers import JobHandler
+from ._heartbeat import Heartbeat
+from ._hooks import Hooks
+from ._isolation import call_hook
+from ._job import Job
+from ._middleware import compose_consume
+from ._middleware import JobMiddleware
+from ._outcome import Outcome
+from ._wire import decode_attributes
+from ._wire import decode_body
+from ._wire import DecodedBody
+from ._wire import parse_run_at
+
+log = structlog.get_logger(__name__)
+job_log = structlog.get_logger("flask_sqs_jobs.job")
+
+#: Log keys the engine binds for every job; correlation fields never replace them.
+RESERVED_LOG_KEYS = frozenset(
+    {
+        "queue",
+        "message_id",
+        "receive_count",
+        "job_type",
+        "trace_id",
+        "span_id",
+        "event",
+        "level",
+        "timestamp",
+        "logger",
+    }
+)
+
+
+class Kind(enum.Enum):
+    """What a received message turned out to be."""
+
+    #: A job whose handler ran (or could not start).
+    JOB = "job"
+    #: A job that is not due yet (``run_at`` more than a second ahead).
+    DEFERRED = "deferred"
+    #: Not a job at all (not JSON, no job_type, ...).
+    MALFORMED = "malformed"
+    #: A job of a type this worker has no handler for.
+    UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass(eq=False)
+class Ran:
+    """A message after phase one, its scope still open."""
+
+    delivery: Delivery
+    kind: Kind
+    scope: contextlib.ExitStack
+    job: Job | None = None
+    #: The handler's verdict before settling: success, retry or delete.
+    outcome: Outcome = Outcome.SUCCESS
+    exception: BaseException | None = None
+    #: Why a malformed message is not a job.
+    reason: str = ""
+    #: When a deferred job is due.
+    run_at: dt.datetime | None = None
+    started: float = dataclasses.field(default_factory=time.monotonic)
+
+    def close(self) -> None:
+        """Leave the job's scope, handing it the handler's exception if any."""
+        exc = self.exception if self.outcome is not Outcome.SUCCESS else None
+        if exc is None:
+            self.scope.__exit__(None, None, None)
+        else:
+            self.scope.__exit__(type(exc), exc, exc.__traceback__)
+
+
+class JobRunner:
+    """Turn a received message into a :class:`Ran`, running its handler."""
+
+    def __init__(
+        self,
+        handlers: cabc.Mapping[str, JobHandler],
+        middleware: cabc.Sequence[JobMiddleware],
+        heartbeat: Heartbeat,
+        hooks: Hooks,
+    ) -> None:
+        self.handlers = handlers
+        self._middleware = tuple(middleware)
+        self._heartbeat = heartbeat
+        self._hooks = hooks
+
+    def run(self, delivery: Delivery) -> Ran:
+        """Run phase one; never raises ``Exception``.
+
+        Call it in a context of its own (``contextvars.copy_context().run``):
+        it binds the job's log fields there.
+        """
+        structlog.contextvars.bind_contextvars(
+            queue=delivery.queue_name,
+            message_id=delivery.message_id,
+            receive_count=delivery.receive_count,
+        )
+        scope = contextlib.ExitStack()
+        decoded = decode_body(delivery.body)
+        if isinstance(decoded, str):
+            return Ran(delivery, Kind.MALFORMED, scope, reason=decoded)
+        structlog.contextvars.bind_contextvars(job_type=decoded.job_type)
+        handler = self.handlers.get(decoded.job_type)
+        if handler is None:
+            return Ran(delivery, Kind.UNKNOWN, scope)
+        job = self._job(delivery, decoded)
+        run_at = _due_time(decoded, delivery)
+        if run_at is not None:
+            ran = Ran(delivery, Kind.DEFERRED, scope, job=job, run_at=run_at)
+            self._enter_job_context(ran)
+            return ran
+        return self._run_handler(Ran(delivery, Kind.JOB, scope, job=job), handler)
+
+    def _job(self, delivery: Delivery, decoded: DecodedBody) -> Job:
+        correlation_fields, trace_headers = decode_attributes(delivery.attributes)
+        if correlation_fields:
+            structlog.contextvars.bind_contextvars(
+                **{
+                    k: v
+                    for k, v in correlation_fields.items()
+                    if k not in RESERVED_LOG_KEYS
+                }
+            )
+        return Job(
+            job_type=decoded.job_type,
+            payload=decoded.payload,
+            queue=delivery.queue_name,
+            correlation_fields=correlation_fields,
+            trace_headers=trace_headers,
+            message_id=delivery.message_id,
+            receive_count=delivery.receive_count,
+            sent_at=delivery.sent_at,
+        )
+
+    def _enter_job_context(self, ran: Ran) -> bool:
+        assert ran.job is not None
+        try:
+            ran.scope.enter_context(self._hooks.job_context(ran.job))
+        except Exception as exc:
+            log.exception("job_context_failed")
+            ran.outcome, ran.exception = Outcome.RETRY, exc
+            return False
+        return True
+
+    def _run_handler(self, ran: Ran, handler: JobHandler) -> Ran:
+        job, lease = t.cast(Job, ran.job), ran.delivery.lease
+        if lease.tracked:
+            limit = (
+                handler.max_runtime_seconds or ran.delivery.queue.max_runtime_seconds
+            )
+            self._heartbeat.start_job(lease, limit, job.abort_requested)
+        else:
+            lease.abort = job.abort_requested
+        if self._enter_job_context(ran):
+            ran.outcome, ran.exception = self._call(job, ran.delivery, handler)
+        if lease.tracked and ran.outcome in (Outcome.SUCCESS, Outcome.DELETE):
+            # Still extended while the delete waits and travels: it must not
+            # outlive the visibility timeout and let the job run twice.
+            self._heartbeat.freeze(lease)
+        else:
+            self._heartbeat.drop(lease)
+        return ran
+
+    def _call(
+        self, job: Job, delivery: Delivery, handler: JobHandler
+    ) -> tuple[Outcome, BaseException | None]:
+        def start_and_call(job: Job) -> None:
+            _log_started(delivery)
+            call_hook("job_started", self._hooks.job_started, job)
+            call_handler(handler.func, job.payload)
+
+        token = set_current_job(job)
+        try:
+            compose_consume(self._middleware, start_and_call)(job)
+        except NonRetryableError as exc:
+            return Outcome.DELETE, exc
+        except Exception as exc:
+            return Outcome.RETRY, exc
+        finally:
+            reset_current_job(token)
+        return Outcome.SUCCESS, None
+
+
+def _log_started(delivery: Delivery) -> None:
+    fields: dict[str, t.Any] = {}
+    if delivery.group_id is not None:
+        fields["group_id"] = delivery.group_id
+    if delivery.sent_at_ms is not None:
+        fields["queue_wait_ms"] = max(0, int(time.time() * 1000) - delivery.sent_at_ms)
+    job_log.info("job_started", **fields)
+
+
+def _due_time(decoded: DecodedBody, delivery: Delivery) -> dt.datetime | None:
+    """Return ``run_at`` if the job is not due yet (more than a second ahead)."""
+    if decoded.run_at is None or delivery.queue.is_fifo:
+        return None
+    run_at = parse_run_at(decoded.run_at)
+    if run_at is None:
+        log.warning("run_at_invalid", run_at=decoded.run_at[:64])
+        return None
+    if (run_at - dt.datetime.now(dt.UTC)).total_seconds() <= 1:
+        return None
+    return run_at

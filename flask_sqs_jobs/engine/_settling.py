@@ -1,0 +1,249 @@
+"""Phase two of a job: settle its message and report how it ended.
+
+Settling deletes the message, sets its visibility or moves it on (deferral,
+dead letter), per SPEC's outcome table; reporting writes ``job_finished`` and
+calls the ``job_finished`` hook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import random
+import time
+import typing as t
+
+import structlog
+
+from ._delivery import Delivery
+from ._exceptions import RetryJob
+from ._heartbeat import Heartbeat
+from ._hooks import Hooks
+from ._isolation import call_hook
+from ._outcome import Outcome
+from ._queue import CallError
+from ._queue import is_lost_ownership
+from ._resend import copy_attributes
+from ._resend import dead_letter_params
+from ._running import Kind
+from ._running import Ran
+from ._wire import MAX_DELAY_SECONDS
+from ._wire import MAX_VISIBILITY_TIMEOUT
+
+log = structlog.get_logger(__name__)
+job_log = structlog.get_logger("flask_sqs_jobs.job")
+
+#: An unknown job type stays invisible at least this long, so a worker that
+#: knows it (a newer deploy) can pick it up and this one does not spin on it.
+UNKNOWN_JOB_TYPE_VISIBILITY = 300
+_LEVELS = {
+    Outcome.SUCCESS: "info",
+    Outcome.DEFERRED: "info",
+    Outcome.RETRY: "warning",
+}
+
+
+@dataclasses.dataclass
+class Settled:
+    outcome: Outcome
+    exception: BaseException | None = None
+    processing_outcome: Outcome | None = None
+    fields: dict[str, t.Any] = dataclasses.field(default_factory=dict)
+
+
+class Settler:
+    """Settle messages after their handler ran, and report each job's end."""
+
+    def __init__(
+        self,
+        heartbeat: Heartbeat,
+        hooks: Hooks,
+        known_job_types: t.Callable[[], list[str]],
+    ) -> None:
+        self._heartbeat = heartbeat
+        self._hooks = hooks
+        self._known_job_types = known_job_types
+
+    def settle(self, ran: Ran) -> Outcome | None:
+        """Settle ``ran``'s message; return the job's outcome (None: not a job)."""
+        try:
+            return self._settle(ran)
+        except Exception:
+            log.exception("message_processing_failed")
+            return None
+        finally:
+            self._heartbeat.drop(ran.delivery.lease)
+
+    def _settle(self, ran: Ran) -> Outcome | None:
+        delivery = ran.delivery
+        if ran.kind is Kind.MALFORMED:
+            self._discard_malformed(delivery, ran.reason)
+            return None
+        if ran.kind is Kind.UNKNOWN:
+            self._hide_unknown(delivery)
+            return None
+        if ran.kind is Kind.DEFERRED:
+            assert ran.run_at is not None
+            return self._report(ran, self._defer(delivery, ran.run_at))
+        return self._report(ran, self._settle_job(ran))
+
+    # -- messages that are not runnable jobs --
+
+    def _discard_malformed(self, delivery: Delivery, reason: str) -> None:
+        self._heartbeat.drop(delivery.lease)
+        error = delivery.queue.delete(delivery.receipt_handle)
+        body = delivery.body
+        log.error(
+            "malformed_message_deleted"
+            if error is None
+            else "malformed_message_delete_failed",
+            reason=reason,
+            body_bytes=len(body.encode(errors="replace"))
+            if isinstance(body, str)
+            else None,
+            error=describe(error),
+        )
+
+    def _hide_unknown(self, delivery: Delivery) -> None:
+        self._heartbeat.drop(delivery.lease)
+        seconds = max(
+            UNKNOWN_JOB_TYPE_VISIBILITY, delivery.queue.visibility_timeout or 0
+        )
+        error = delivery.queue.change_visibility(delivery.receipt_handle, seconds)
+        log.warning(
+            "unknown_job_type_deferred",
+            visibility_timeout=seconds,
+            known_job_types=self._known_job_types(),
+            error=describe(error),
+        )
+
+    def _defer(self, delivery: Delivery, run_at: dt.datetime) -> Settled:
+        """Send the job again with the remaining delay, then delete this copy."""
+        self._heartbeat.drop(delivery.lease)
+        remaining = (run_at - dt.datetime.now(dt.UTC)).total_seconds()
+        params: dict[str, t.Any] = {
+            "MessageBody": delivery.body,
+            "DelaySeconds": min(MAX_DELAY_SECONDS, max(0, math.ceil(remaining))),
+        }
+        attributes = copy_attributes(delivery.attributes)
+        if attributes:
+            params["MessageAttributes"] = attributes
+        try:
+            new_id = delivery.queue.send(params)
+        except Exception as exc:
+            log.warning("deferral_failed", error=str(exc))
+            return Settled(Outcome.RETRY, exc)
+        fields = {"run_at": run_at.isoformat(), "new_message_id": new_id}
+        return self._delete(delivery, Settled(Outcome.DEFERRED, fields=fields))
+
+    # -- jobs whose handler ran --
+
+    def _settle_job(self, ran: Ran) -> Settled:
+        delivery = ran.delivery
+        result = Settled(ran.outcome, ran.exception)
+        if delivery.lease.failed:
+            result.fields["reason"] = delivery.lease.failure
+            return Settled(
+                Outcome.HEARTBEAT_FAILED, result.exception, fields=result.fields
+            )
+        if result.outcome in (Outcome.SUCCESS, Outcome.DELETE):
+            return self._delete(delivery, result)
+        if _is_last_receive(delivery):
+            moved = self._dead_letter(delivery, result.exception)
+            if moved is not None:
+                return moved
+        delay = _retry_delay(delivery, result.exception)
+        if delay is not None:
+            error = delivery.queue.change_visibility(delivery.receipt_handle, delay)
+            result.fields["retry_in_seconds"] = delay
+            if error is not None:
+                result.fields["visibility_error"] = describe(error)
+        return result
+
+    def _delete(self, delivery: Delivery, result: Settled) -> Settled:
+        error = delivery.queue.delete(delivery.receipt_handle)
+        if error is None:
+            return result
+        result.fields.update(
+            error=describe(error), ownership_lost=is_lost_ownership(error)
+        )
+        return Settled(
+            Outcome.DELETE_FAILED, result.exception, result.outcome, result.fields
+        )
+
+    def _dead_letter(
+        self, delivery: Delivery, exception: BaseException | None
+    ) -> Settled | None:
+        """Move a message that failed its last receive to the DLQ, with the reason.
+
+        Returns None (and leaves the message to SQS's own redrive) when the
+        move cannot be made.
+        """
+        url = delivery.queue.dead_letter_url()
+        if url is None:
+            return None
+        try:
+            delivery.queue.send(dead_letter_params(delivery, exception), url=url)
+        except Exception as exc:
+            log.warning("dead_letter_failed", error=str(exc))
+            return None
+        return self._delete(
+            delivery,
+            Settled(
+                Outcome.DEAD_LETTERED, exception, fields={"dead_letter_queue": url}
+            ),
+        )
+
+    # -- reporting --
+
+    def _report(self, ran: Ran, result: Settled) -> Outcome:
+        duration_ms = round((time.monotonic() - ran.started) * 1000, 2)
+        fields: dict[str, t.Any] = {
+            "outcome": result.outcome.value,
+            "duration_ms": duration_ms,
+        }
+        if result.processing_outcome is not None:
+            fields["processing_outcome"] = result.processing_outcome.value
+        fields.update(result.fields)
+        exc = result.exception
+        if exc is not None and result.outcome is not Outcome.SUCCESS:
+            fields["error_type"] = type(exc).__name__
+            if not isinstance(exc, RetryJob):
+                fields["exc_info"] = exc
+        getattr(job_log, _LEVELS.get(result.outcome, "error"))("job_finished", **fields)
+        assert ran.job is not None
+        # The scope closes with the final verdict's exception (none on success).
+        ran.outcome, ran.exception = result.outcome, exc
+        call_hook(
+            "job_finished",
+            self._hooks.job_finished,
+            ran.job,
+            result.outcome,
+            duration_ms,
+            exc,
+        )
+        return result.outcome
+
+
+def _retry_delay(delivery: Delivery, exception: BaseException | None) -> int | None:
+    if isinstance(exception, RetryJob):
+        return exception.delay_seconds
+    base = delivery.queue.retry_backoff_seconds
+    if base is None:
+        return None
+    exponent = min(max(0, delivery.receive_count - 1), 64)
+    delay = min(MAX_VISIBILITY_TIMEOUT, base * 2.0**exponent)
+    # Whole seconds within [d, 2d], as SQS takes only ints.
+    low = math.ceil(delay)
+    high = max(low, math.floor(min(MAX_VISIBILITY_TIMEOUT, 2 * delay)))
+    return random.randint(low, high)
+
+
+def _is_last_receive(delivery: Delivery) -> bool:
+    policy = delivery.queue.redrive_policy()
+    return policy is not None and delivery.receive_count >= policy[1]
+
+
+def describe(error: CallError) -> str | None:
+    return None if error is None else f"{error[0]}: {error[1]}"

@@ -1,0 +1,87 @@
+"""The public surface is exactly what the docs promise, no more and no less."""
+
+from __future__ import annotations
+
+import types
+
+import flask_sqs_jobs
+import flask_sqs_jobs.engine
+import pytest
+
+#: SPEC's top-level names, plus the root of the runtime errors.
+TOP_LEVEL = {
+    "EnqueueBatchError",
+    "Job",
+    "JobMiddleware",
+    "JobWorker",
+    "NonRetryableError",
+    "QueueGroup",
+    "RetryJob",
+    "SQSJobs",
+    "SQSJobsError",
+    "SqsQueue",
+    "current_job",
+    "signals",
+}
+#: The engine's names as docs/api.md documents them.
+ENGINE = {
+    "EnqueueBatchError",
+    "HealthServer",
+    "Hooks",
+    "JSONObject",
+    "Job",
+    "JobHandler",
+    "JobMiddleware",
+    "JobWorker",
+    "NonRetryableError",
+    "Outcome",
+    "QueueGroup",
+    "QueueNotFoundError",
+    "RetryJob",
+    "SQSJobsError",
+    "SqsQueue",
+    "UnknownQueueError",
+    "current_job",
+    "pause",
+    "run_worker",
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "documented"),
+    [(flask_sqs_jobs, TOP_LEVEL), (flask_sqs_jobs.engine, ENGINE)],
+    ids=["flask_sqs_jobs", "flask_sqs_jobs.engine"],
+)
+def test_all_is_exactly_the_documented_names(
+    module: types.ModuleType, documented: set[str]
+) -> None:
+    assert set(module.__all__) == documented
+    assert sorted(module.__all__) == list(module.__all__)
+
+
+@pytest.mark.parametrize(
+    "module", [flask_sqs_jobs, flask_sqs_jobs.engine], ids=lambda m: m.__name__
+)
+def test_every_public_attribute_is_in_all(module: types.ModuleType) -> None:
+    public = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and name not in {"annotations", "t"}
+        and not (isinstance(value, types.ModuleType) and name != "signals")
+    }
+    assert public <= set(module.__all__)
+
+
+def test_engine_modules_are_private() -> None:
+    import pkgutil
+
+    names = [m.name for m in pkgutil.iter_modules(flask_sqs_jobs.engine.__path__)]
+    assert names
+    assert [n for n in names if not n.startswith("_")] == []
+
+
+def test_every_exported_name_resolves() -> None:
+    for module in (flask_sqs_jobs, flask_sqs_jobs.engine):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"
