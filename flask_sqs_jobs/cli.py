@@ -22,18 +22,19 @@ from flask import Flask
 from flask.cli import with_appcontext
 
 from ._config import AWSSetupError
-from ._inspect import describe_dead_letter
-from ._inspect import make_visible
-from ._inspect import queue_stats
-from ._inspect import receive_all
-from ._inspect import redrive
 from .engine._exceptions import QueueNotFoundError
 from .engine._health import HealthServer
+from .engine._inspection import counts
+from .engine._inspection import dead_letter_queue
+from .engine._inspection import describe_dead_letter
+from .engine._inspection import peek
+from .engine._inspection import redrive
 from .engine._runner import run_until_signalled
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
     from .engine._metrics import PrometheusMetrics
+    from .engine._queue import SqsQueue
 
 log = structlog.get_logger(__name__)
 
@@ -292,12 +293,15 @@ def sqs_errors(jobs: SQSJobs, app: Flask) -> cabc.Iterator[None]:
         raise SqsError(f"SQS call failed ({endpoint}): {exc}") from None
 
 
-def _queue_url(jobs: SQSJobs, app: Flask, name: str) -> str:
+def _queue(jobs: SQSJobs, app: Flask, name: str) -> SqsQueue:
+    """The configured queue ``name``, its URL resolved; exits 2 if SQS lacks it."""
     check_queue_names(jobs, app, [name])
+    queue = jobs.queues(app).queue(name)
     try:
-        return jobs.queues(app).queue(name).url
+        queue.url  # noqa: B018 - resolves the name with GetQueueUrl
     except QueueNotFoundError as exc:
         raise ConfigurationError(f"queue {name!r}: {exc}") from None
+    return queue
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -322,23 +326,16 @@ def stats_command(as_json: bool) -> None:
     app, jobs = current_app_and_jobs()
     report = []
     with sqs_errors(jobs, app):
-        client = jobs.client(app)
         for name in jobs.config(app).queues:
-            url = _queue_url(jobs, app, name)
-            stats = queue_stats(client, url)
-            dlq = stats.pop("dead_letter_url")
-            entry: dict[str, t.Any] = {"queue": name, "url": url, **stats}
+            queue = _queue(jobs, app, name)
+            entry: dict[str, t.Any] = {
+                "queue": name,
+                "url": queue.url,
+                **counts(queue).as_dict(),
+            }
+            dlq = _dead_letter_queue_of(name, queue)
             entry["dead_letter"] = (
-                {
-                    "url": dlq,
-                    **{
-                        k: v
-                        for k, v in queue_stats(client, dlq).items()
-                        if k != "dead_letter_url"
-                    },
-                }
-                if dlq
-                else None
+                {"url": dlq.url, **counts(dlq).as_dict()} if dlq is not None else None
             )
             report.append(entry)
     if as_json:
@@ -363,15 +360,27 @@ def dlq_command() -> None:
     """Inspect and redrive dead letters."""
 
 
-def _dead_letter_queue(jobs: SQSJobs, app: Flask, name: str) -> tuple[str, str]:
-    url = _queue_url(jobs, app, name)
-    dlq = queue_stats(jobs.client(app), url)["dead_letter_url"]
+def _dead_letter_queue_of(name: str, queue: SqsQueue) -> SqsQueue | None:
+    try:
+        return dead_letter_queue(queue)
+    except QueueNotFoundError as exc:
+        raise ConfigurationError(
+            f"queue {name!r}: its RedrivePolicy names a dead-letter queue that"
+            f" does not exist: {exc}"
+        ) from None
+
+
+def _queue_and_dead_letters(
+    jobs: SQSJobs, app: Flask, name: str
+) -> tuple[SqsQueue, SqsQueue]:
+    queue = _queue(jobs, app, name)
+    dlq = _dead_letter_queue_of(name, queue)
     if dlq is None:
         raise ConfigurationError(
             f"queue {name!r} has no dead-letter queue (no RedrivePolicy); add one,"
             " e.g. with `flask sqs-jobs create-queues`"
         )
-    return url, dlq
+    return queue, dlq
 
 
 @dlq_command.command("list")
@@ -383,10 +392,8 @@ def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
     """Show the dead letters of QUEUE (a logical name) without consuming them."""
     app, jobs = current_app_and_jobs()
     with sqs_errors(jobs, app):
-        client = jobs.client(app)
-        _, dlq = _dead_letter_queue(jobs, app, queue)
-        messages = receive_all(client, dlq, limit)
-        make_visible(client, dlq, messages)
+        _, dlq = _queue_and_dead_letters(jobs, app, queue)
+        messages = peek(dlq, limit)
     letters = [describe_dead_letter(m) for m in messages]
     if as_json:
         click.echo(json.dumps({"queue": queue, "dead_letters": letters}, indent=2))
@@ -419,11 +426,11 @@ def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> 
     """Move dead letters of QUEUE (a logical name) back to it, to run again."""
     app, jobs = current_app_and_jobs()
     with sqs_errors(jobs, app):
-        url, dlq = _dead_letter_queue(jobs, app, queue)
-        moved, left = redrive(
-            jobs.client(app), dlq, url, job_type=job_type, limit=limit
-        )
-    click.echo(f"moved {moved} dead letter(s) back to {queue!r}; {left} left")
+        target, dlq = _queue_and_dead_letters(jobs, app, queue)
+        result = redrive(dlq, target, job_type=job_type, limit=limit)
+    click.echo(
+        f"moved {result.moved} dead letter(s) back to {queue!r}; {result.left} left"
+    )
 
 
 def _logs_off_stdout() -> t.ContextManager[object]:
