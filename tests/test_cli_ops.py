@@ -421,6 +421,81 @@ def test_dlq_redrive_on_an_empty_dead_letter_queue_moves_nothing(
     assert message_count(sqs, queue_urls["default"]) == 0
 
 
+def fail_every_job_sent_to(
+    monkeypatch: pytest.MonkeyPatch,
+    client: SQSClient,
+    source: str,
+    dlq: str,
+    *,
+    times: int,
+) -> list[str]:
+    """Make ``client`` behave as if a worker failed each job sent to ``source``.
+
+    Right after each SendMessage to ``source`` (up to ``times`` of them), the
+    job is taken off it and dead-lettered again as the worker does: same body
+    and attributes, a new reason, a new MessageId. Returns those MessageIds.
+    """
+    returned: list[str] = []
+    send_message = client.send_message
+
+    def send_and_fail(**params: t.Any) -> t.Any:
+        response = send_message(**params)
+        if params["QueueUrl"] == source and len(returned) < times:
+            dead_letter_again()
+        return response
+
+    def dead_letter_again() -> None:
+        [message] = client.receive_message(
+            QueueUrl=source, MessageAttributeNames=["All"], VisibilityTimeout=30
+        )["Messages"]
+        attributes: dict[str, t.Any] = dict(message.get("MessageAttributes", {}))
+        attributes["dead_letter"] = {
+            "DataType": "String",
+            "StringValue": json.dumps({**REASON, "receive_count": 5}),
+        }
+        sent = send_message(
+            QueueUrl=dlq, MessageBody=message["Body"], MessageAttributes=attributes
+        )
+        client.delete_message(QueueUrl=source, ReceiptHandle=message["ReceiptHandle"])
+        returned.append(sent["MessageId"])
+
+    monkeypatch.setattr(client, "send_message", send_and_fail)
+    return returned
+
+
+def test_dlq_redrive_moves_each_job_once_while_a_worker_fails_them_again(
+    monkeypatch: pytest.MonkeyPatch,
+    bare_app: Flask,
+    runner: FlaskCliRunner,
+    jobs: SQSJobs,
+    sqs: SQSClient,
+    queue_urls: dict[str, str],
+) -> None:
+    """Jobs that come back to the DLQ during the run stay there for the next one."""
+    dlq, source = queue_urls["default-dlq"], queue_urls["default"]
+    for n in range(2):
+        dead_letter(
+            sqs,
+            dlq,
+            "boom",
+            {"n": n},
+            reason=REASON,
+            correlation_fields={"request_id": f"r-{n}"},
+        )
+    with bare_app.app_context():
+        client = jobs.client(bare_app)
+    returned = fail_every_job_sent_to(monkeypatch, client, source, dlq, times=20)
+
+    result = runner.invoke(args=["sqs-jobs", "dlq", "redrive", "default"])
+
+    assert ok(result) == "moved 2 dead letter(s) back to 'default'; 2 left\n"
+    assert len(returned) == 2
+    left = visible_messages(sqs, dlq)
+    assert sorted(m["MessageId"] for m in left) == sorted(returned)
+    assert sorted(json.loads(m["Body"])["payload"]["n"] for m in left) == [0, 1]
+    assert message_count(sqs, source) == 0
+
+
 class TestFifoRedrive:
     @pytest.fixture
     def app_config(self, sqs: SQSClient) -> dict[str, t.Any]:

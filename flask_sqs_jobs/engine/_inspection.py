@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
+import hashlib
 import json
 import typing as t
 
@@ -131,15 +132,22 @@ def redrive(
     job_type: str | None = None,
     limit: int | None = None,
 ) -> RedriveResult:
-    """Move messages from ``dead_letters`` to ``target``.
+    """Move messages from ``dead_letters`` to ``target``, each at most once per call.
 
     Each message is sent again with its body and attributes (less the
     ``dead_letter`` reason) and only then deleted, so a failure midway never
     loses a job. Messages not wanted (another ``job_type``, past ``limit``)
     are put back at once.
+
+    A job moved by this call that fails again and comes back to the
+    dead-letter queue while the call runs (a new MessageId, the same body and
+    attributes) is left there: the call stops once it receives only messages
+    it has already seen or moved. So does a second dead letter identical to
+    one moved (same body and attributes): the next call moves it.
     """
     moved = 0
     seen: set[str] = set()
+    moved_jobs: set[str] = set()
     skipped: list[MessageTypeDef] = []
     try:
         while limit is None or moved < limit:
@@ -152,9 +160,14 @@ def redrive(
                 break
             for message in fresh:
                 seen.add(message["MessageId"])
-                wanted = (limit is None or moved < limit) and (
-                    job_type is None
-                    or describe_dead_letter(message)["job_type"] == job_type
+                key = job_key(message)
+                wanted = (
+                    key not in moved_jobs
+                    and (limit is None or moved < limit)
+                    and (
+                        job_type is None
+                        or describe_dead_letter(message)["job_type"] == job_type
+                    )
                 )
                 if not wanted:
                     skipped.append(message)
@@ -163,10 +176,25 @@ def redrive(
                 dead_letters.client.delete_message(
                     QueueUrl=dead_letters.url, ReceiptHandle=message["ReceiptHandle"]
                 )
+                moved_jobs.add(key)
                 moved += 1
     finally:
         make_visible(dead_letters, skipped)
     return RedriveResult(moved=moved, left=counts(dead_letters).total)
+
+
+def job_key(message: cabc.Mapping[str, t.Any]) -> str:
+    """A digest of what a redrive sends again: the body and attributes but the reason.
+
+    A job sent back and dead-lettered again keeps both, under a new MessageId.
+    """
+    attributes = {
+        name: {k: str(v) for k, v in value.items() if k in _SENDABLE_ATTRIBUTE_KEYS}
+        for name, value in (message.get("MessageAttributes") or {}).items()
+        if name != DEAD_LETTER_ATTRIBUTE
+    }
+    text = json.dumps([message.get("Body", ""), attributes], sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def resend_params(message: cabc.Mapping[str, t.Any], *, fifo: bool) -> dict[str, t.Any]:
