@@ -9,6 +9,7 @@ import collections.abc as cabc
 import contextlib
 import functools
 import json
+import re
 import sys
 import typing as t
 
@@ -339,7 +340,7 @@ def stats_command(as_json: bool) -> None:
             )
             report.append(entry)
     if as_json:
-        click.echo(json.dumps({"queues": report}, indent=2))
+        click.echo(json.dumps({"queues": report}, indent=2, ensure_ascii=True))
         return
     rows = [["QUEUE", "VISIBLE", "IN FLIGHT", "DELAYED"]]
     for entry in report:
@@ -383,6 +384,30 @@ def _queue_and_dead_letters(
     return queue, dlq
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with control characters escaped, safe to print on a terminal.
+
+    C0 and C1 controls, DEL and lone surrogates become ``\\n``, ``\\xNN`` or
+    ``\\uNNNN`` as in Python's ``repr``, so a crafted dead letter can neither
+    start a line of its own nor send escape sequences to the terminal.
+    """
+    return _UNPRINTABLE.sub(_escape, str(value))
+
+
+_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
 @dlq_command.command("list")
 @click.argument("queue")
 @option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
@@ -396,25 +421,47 @@ def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
         messages = peek(dlq, limit)
     letters = [describe_dead_letter(m) for m in messages]
     if as_json:
-        click.echo(json.dumps({"queue": queue, "dead_letters": letters}, indent=2))
+        report = {"queue": queue, "dead_letters": letters}
+        click.echo(json.dumps(report, indent=2, ensure_ascii=True))
         return
     if not letters:
         click.echo(f"no dead letters for {queue!r}")
     for letter in letters:
-        reason = letter["dead_letter"] or {}
-        click.echo(f"{letter['message_id']}  job_type={letter['job_type']}")
-        if reason:
-            click.echo(
-                f"  reason: {reason.get('error_type')}: {reason.get('error')}"
-                f" (failed {reason.get('failed_at')}, receive"
-                f" {reason.get('receive_count')}, from {reason.get('source_queue')})"
+        for line in _dead_letter_lines(letter):
+            click.echo(line)
+
+
+def _dead_letter_lines(letter: dict[str, t.Any]) -> list[str]:
+    """``dlq list``'s lines about one dead letter, every field made printable."""
+    reason = letter["dead_letter"] or {}
+    if not isinstance(reason, dict):
+        reason = {"error": json.dumps(reason)}
+    lines = [
+        f"{printable(letter['message_id'])}  job_type={printable(letter['job_type'])}"
+    ]
+    if reason:
+        fields = {
+            key: printable(reason.get(key))
+            for key in (
+                "error_type",
+                "error",
+                "failed_at",
+                "receive_count",
+                "source_queue",
             )
-        else:
-            click.echo("  reason: unknown (moved by SQS's redrive policy)")
-        if letter["payload"] is not None:
-            click.echo(f"  payload: {json.dumps(letter['payload'])}")
-        else:
-            click.echo(f"  body (not a job): {letter['body']!r}")
+        }
+        lines.append(
+            f"  reason: {fields['error_type']}: {fields['error']}"
+            f" (failed {fields['failed_at']}, receive {fields['receive_count']},"
+            f" from {fields['source_queue']})"
+        )
+    else:
+        lines.append("  reason: unknown (moved by SQS's redrive policy)")
+    if letter["payload"] is not None:
+        lines.append(f"  payload: {json.dumps(letter['payload'], ensure_ascii=True)}")
+    else:
+        lines.append(f"  body (not a job): {printable(repr(letter['body']))}")
+    return lines
 
 
 @dlq_command.command("redrive")

@@ -268,6 +268,68 @@ def test_dlq_list_shows_each_dead_letter_with_its_reason_and_keeps_it(
     assert counts(sqs, dlq) == (3, 0, 0), "listing consumed or hid dead letters"
 
 
+#: Dead-letter fields crafted to forge lines and drive the terminal: C0 (ESC, CR,
+#: LF, BEL), C1 (CSI), DEL and a lone surrogate, all valid once JSON-escaped.
+CRAFTED_JOB_TYPE = "evil\x1b[2J\nfake-id  job_type=forged"
+CRAFTED_REASON = {
+    "error_type": "Key\rError",
+    "error": "\x9b31mred\x7f\udc80",
+    "failed_at": "2026-11-30T06:22:55.737Z",
+    "source_queue": "default\x07",
+    "receive_count": 2,
+}
+
+
+def test_dlq_list_escapes_control_characters_in_what_it_prints(
+    runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    dlq = queue_urls["default-dlq"]
+    crafted = dead_letter(
+        sqs, dlq, CRAFTED_JOB_TYPE, {"note": "\x1b[0m"}, reason=CRAFTED_REASON
+    )
+    not_a_job = sqs.send_message(
+        QueueUrl=dlq, MessageBody="garbage\r\nfake-id  job_type=forged"
+    )["MessageId"]
+
+    result = runner.invoke(args=["sqs-jobs", "dlq", "list", "default"])
+
+    assert listed(ok(result)) == {
+        crafted: [
+            f"{crafted}  job_type=evil\\x1b[2J\\nfake-id  job_type=forged",
+            "  reason: Key\\rError: \\x9b31mred\\x7f\\udc80 (failed"
+            " 2026-11-30T06:22:55.737Z, receive 2, from default\\x07)",
+            '  payload: {"note": "\\u001b[0m"}',
+        ],
+        not_a_job: [
+            f"{not_a_job}  job_type=None",
+            "  reason: unknown (moved by SQS's redrive policy)",
+            "  body (not a job): 'garbage\\r\\nfake-id  job_type=forged'",
+        ],
+    }
+
+
+def test_dlq_list_json_is_ascii_and_keeps_the_crafted_fields_intact(
+    runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    dead_letter(
+        sqs,
+        queue_urls["default-dlq"],
+        CRAFTED_JOB_TYPE,
+        {"note": "\x1b[0m"},
+        reason=CRAFTED_REASON,
+    )
+
+    result = runner.invoke(args=["sqs-jobs", "dlq", "list", "default", "--json"])
+
+    output = ok(result)
+    assert output.isascii()
+    assert not [c for c in output if not c.isprintable() and c != "\n"]
+    [letter] = json.loads(output)["dead_letters"]
+    assert letter["job_type"] == CRAFTED_JOB_TYPE
+    assert letter["dead_letter"] == CRAFTED_REASON
+    assert letter["payload"] == {"note": "\x1b[0m"}
+
+
 def test_dlq_list_json_describes_each_dead_letter(
     runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
 ) -> None:
