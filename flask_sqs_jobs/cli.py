@@ -237,9 +237,10 @@ def jobs_command() -> None:
 def create_queues_command(max_receive_count: int) -> None:
     """Create every configured queue with a dead-letter queue and redrive policy.
 
-    Safe to run again: existing queues are kept and their redrive policy is
-    brought up to date. Meant for development and tests; manage production
-    queues with your infrastructure tooling.
+    Creates only what is missing: an existing queue or dead-letter queue is
+    left unchanged, redrive policy included, and reported as such. Meant for
+    development and tests; manage production queues with your infrastructure
+    tooling.
     """
     from ._admin import create_queues
 
