@@ -14,6 +14,8 @@ import click
 
 from ._config import Config
 from .engine._group_commit import error_code
+from .engine._queue import QUEUE_DOES_NOT_EXIST_CODES
+from .engine._queue import SqsQueue
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -40,21 +42,35 @@ def dead_letter_name(name: str) -> str:
 def create_queues(
     client: SQSClient, config: Config, max_receive_count: int
 ) -> list[str]:
-    """Create every configured queue and its dead-letter queue; report one line each.
+    """Create what is missing of every configured queue; report one line each.
 
-    Idempotent: an existing queue is kept and its redrive policy updated.
+    A missing queue is created with a dead-letter queue (created too unless
+    it exists) and a redrive policy. An existing queue is left exactly as it
+    is, redrive policy included, and so is an existing dead-letter queue.
     """
     lines = []
     for logical, definition in config.queues.items():
         name = physical_name(definition)
+        url = _existing_queue_url(client, name)
+        if url is not None:
+            lines.append(
+                f"{logical}: {name} exists, left unchanged"
+                f" ({_dead_letters_of(client, url)})  {url}"
+            )
+            continue
         fifo = name.endswith(".fifo")
         base: dict[str, str] = {"FifoQueue": "true"} if fifo else {}
         dlq_name = dead_letter_name(name)
-        dlq_url, _ = _ensure_queue(
-            client,
-            dlq_name,
-            {**base, "MessageRetentionPeriod": str(DEAD_LETTER_RETENTION_SECONDS)},
-        )
+        dlq_url = _existing_queue_url(client, dlq_name)
+        if dlq_url is None:
+            dlq_url = _create_queue(
+                client,
+                dlq_name,
+                {**base, "MessageRetentionPeriod": str(DEAD_LETTER_RETENTION_SECONDS)},
+            )
+            dlq_done = "created"
+        else:
+            dlq_done = "exists, left unchanged"
         dlq_arn = client.get_queue_attributes(
             QueueUrl=dlq_url, AttributeNames=["QueueArn"]
         )["Attributes"]["QueueArn"]
@@ -66,36 +82,39 @@ def create_queues(
         attributes["RedrivePolicy"] = json.dumps(
             {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count}
         )
-        url, created = _ensure_queue(client, name, attributes)
+        url = _create_queue(client, name, attributes)
         lines.append(
-            f"{logical}: {name} {'created' if created else 'exists (updated)'},"
-            f" dead letters to {dlq_name} after {max_receive_count} receives  {url}"
+            f"{logical}: {name} created, dead letters to {dlq_name} after"
+            f" {max_receive_count} receives; {dlq_name} {dlq_done}  {url}"
         )
     return lines
 
 
-def _ensure_queue(
-    client: SQSClient, name: str, attributes: dict[str, str]
-) -> tuple[str, bool]:
-    """Create ``name``, or update it if it exists; return ``(url, created)``."""
+def _existing_queue_url(client: SQSClient, name: str) -> str | None:
+    """The URL of queue ``name``, or None when SQS has no such queue."""
     try:
-        url = client.get_queue_url(QueueName=name)["QueueUrl"]
+        return client.get_queue_url(QueueName=name)["QueueUrl"]
     except Exception as exc:
-        if "NonExistentQueue" not in error_code(exc) and "QueueDoesNotExist" not in (
-            error_code(exc)
-        ):
-            raise
-    else:
-        settable = {k: v for k, v in attributes.items() if k != "FifoQueue"}
-        if settable:
-            client.set_queue_attributes(
-                QueueUrl=url, Attributes=t.cast(t.Any, settable)
-            )
-        return url, False
-    url = client.create_queue(QueueName=name, Attributes=t.cast(t.Any, attributes))[
+        if error_code(exc) in QUEUE_DOES_NOT_EXIST_CODES:
+            return None
+        raise
+
+
+def _create_queue(client: SQSClient, name: str, attributes: dict[str, str]) -> str:
+    return client.create_queue(QueueName=name, Attributes=t.cast(t.Any, attributes))[
         "QueueUrl"
     ]
-    return url, True
+
+
+def _dead_letters_of(client: SQSClient, url: str) -> str:
+    """Where an existing queue's dead letters go, as its RedrivePolicy says now."""
+    queue = SqsQueue(url, boto_client=client)
+    queue.read_attributes()
+    policy = queue.redrive_policy()
+    if policy is None:
+        return "no dead-letter queue"
+    dlq_arn, receives = policy
+    return f"dead letters to {dlq_arn.rsplit(':', 1)[-1]} after {receives} receives"
 
 
 def run_local_server(host: str, port: int, config: Config | None) -> None:

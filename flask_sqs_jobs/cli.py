@@ -9,6 +9,7 @@ import collections.abc as cabc
 import contextlib
 import functools
 import json
+import re
 import sys
 import typing as t
 
@@ -22,18 +23,19 @@ from flask import Flask
 from flask.cli import with_appcontext
 
 from ._config import AWSSetupError
-from ._inspect import describe_dead_letter
-from ._inspect import make_visible
-from ._inspect import queue_stats
-from ._inspect import receive_all
-from ._inspect import redrive
 from .engine._exceptions import QueueNotFoundError
 from .engine._health import HealthServer
+from .engine._inspection import counts
+from .engine._inspection import dead_letter_queue
+from .engine._inspection import describe_dead_letter
+from .engine._inspection import peek
+from .engine._inspection import redrive
 from .engine._runner import run_until_signalled
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
     from .engine._metrics import PrometheusMetrics
+    from .engine._queue import SqsQueue
 
 log = structlog.get_logger(__name__)
 
@@ -235,9 +237,10 @@ def jobs_command() -> None:
 def create_queues_command(max_receive_count: int) -> None:
     """Create every configured queue with a dead-letter queue and redrive policy.
 
-    Safe to run again: existing queues are kept and their redrive policy is
-    brought up to date. Meant for development and tests; manage production
-    queues with your infrastructure tooling.
+    Creates only what is missing: an existing queue or dead-letter queue is
+    left unchanged, redrive policy included, and reported as such. Meant for
+    development and tests; manage production queues with your infrastructure
+    tooling.
     """
     from ._admin import create_queues
 
@@ -292,12 +295,15 @@ def sqs_errors(jobs: SQSJobs, app: Flask) -> cabc.Iterator[None]:
         raise SqsError(f"SQS call failed ({endpoint}): {exc}") from None
 
 
-def _queue_url(jobs: SQSJobs, app: Flask, name: str) -> str:
+def _queue(jobs: SQSJobs, app: Flask, name: str) -> SqsQueue:
+    """The configured queue ``name``, its URL resolved; exits 2 if SQS lacks it."""
     check_queue_names(jobs, app, [name])
+    queue = jobs.queues(app).queue(name)
     try:
-        return jobs.queues(app).queue(name).url
+        queue.url  # noqa: B018 - resolves the name with GetQueueUrl
     except QueueNotFoundError as exc:
         raise ConfigurationError(f"queue {name!r}: {exc}") from None
+    return queue
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -322,27 +328,20 @@ def stats_command(as_json: bool) -> None:
     app, jobs = current_app_and_jobs()
     report = []
     with sqs_errors(jobs, app):
-        client = jobs.client(app)
         for name in jobs.config(app).queues:
-            url = _queue_url(jobs, app, name)
-            stats = queue_stats(client, url)
-            dlq = stats.pop("dead_letter_url")
-            entry: dict[str, t.Any] = {"queue": name, "url": url, **stats}
+            queue = _queue(jobs, app, name)
+            entry: dict[str, t.Any] = {
+                "queue": name,
+                "url": queue.url,
+                **counts(queue).as_dict(),
+            }
+            dlq = _dead_letter_queue_of(name, queue)
             entry["dead_letter"] = (
-                {
-                    "url": dlq,
-                    **{
-                        k: v
-                        for k, v in queue_stats(client, dlq).items()
-                        if k != "dead_letter_url"
-                    },
-                }
-                if dlq
-                else None
+                {"url": dlq.url, **counts(dlq).as_dict()} if dlq is not None else None
             )
             report.append(entry)
     if as_json:
-        click.echo(json.dumps({"queues": report}, indent=2))
+        click.echo(json.dumps({"queues": report}, indent=2, ensure_ascii=True))
         return
     rows = [["QUEUE", "VISIBLE", "IN FLIGHT", "DELAYED"]]
     for entry in report:
@@ -363,15 +362,51 @@ def dlq_command() -> None:
     """Inspect and redrive dead letters."""
 
 
-def _dead_letter_queue(jobs: SQSJobs, app: Flask, name: str) -> tuple[str, str]:
-    url = _queue_url(jobs, app, name)
-    dlq = queue_stats(jobs.client(app), url)["dead_letter_url"]
+def _dead_letter_queue_of(name: str, queue: SqsQueue) -> SqsQueue | None:
+    try:
+        return dead_letter_queue(queue)
+    except QueueNotFoundError as exc:
+        raise ConfigurationError(
+            f"queue {name!r}: its RedrivePolicy names a dead-letter queue that"
+            f" does not exist: {exc}"
+        ) from None
+
+
+def _queue_and_dead_letters(
+    jobs: SQSJobs, app: Flask, name: str
+) -> tuple[SqsQueue, SqsQueue]:
+    queue = _queue(jobs, app, name)
+    dlq = _dead_letter_queue_of(name, queue)
     if dlq is None:
         raise ConfigurationError(
             f"queue {name!r} has no dead-letter queue (no RedrivePolicy); add one,"
             " e.g. with `flask sqs-jobs create-queues`"
         )
-    return url, dlq
+    return queue, dlq
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with control characters escaped, safe to print on a terminal.
+
+    C0 and C1 controls, DEL and lone surrogates become ``\\n``, ``\\xNN`` or
+    ``\\uNNNN`` as in Python's ``repr``, so a crafted dead letter can neither
+    start a line of its own nor send escape sequences to the terminal.
+    """
+    return _UNPRINTABLE.sub(_escape, str(value))
+
+
+_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 @dlq_command.command("list")
@@ -383,31 +418,51 @@ def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
     """Show the dead letters of QUEUE (a logical name) without consuming them."""
     app, jobs = current_app_and_jobs()
     with sqs_errors(jobs, app):
-        client = jobs.client(app)
-        _, dlq = _dead_letter_queue(jobs, app, queue)
-        messages = receive_all(client, dlq, limit)
-        make_visible(client, dlq, messages)
+        _, dlq = _queue_and_dead_letters(jobs, app, queue)
+        messages = peek(dlq, limit)
     letters = [describe_dead_letter(m) for m in messages]
     if as_json:
-        click.echo(json.dumps({"queue": queue, "dead_letters": letters}, indent=2))
+        report = {"queue": queue, "dead_letters": letters}
+        click.echo(json.dumps(report, indent=2, ensure_ascii=True))
         return
     if not letters:
         click.echo(f"no dead letters for {queue!r}")
     for letter in letters:
-        reason = letter["dead_letter"] or {}
-        click.echo(f"{letter['message_id']}  job_type={letter['job_type']}")
-        if reason:
-            click.echo(
-                f"  reason: {reason.get('error_type')}: {reason.get('error')}"
-                f" (failed {reason.get('failed_at')}, receive"
-                f" {reason.get('receive_count')}, from {reason.get('source_queue')})"
+        for line in _dead_letter_lines(letter):
+            click.echo(line)
+
+
+def _dead_letter_lines(letter: dict[str, t.Any]) -> list[str]:
+    """``dlq list``'s lines about one dead letter, every field made printable."""
+    reason = letter["dead_letter"] or {}
+    if not isinstance(reason, dict):
+        reason = {"error": json.dumps(reason)}
+    lines = [
+        f"{printable(letter['message_id'])}  job_type={printable(letter['job_type'])}"
+    ]
+    if reason:
+        fields = {
+            key: printable(reason.get(key))
+            for key in (
+                "error_type",
+                "error",
+                "failed_at",
+                "receive_count",
+                "source_queue",
             )
-        else:
-            click.echo("  reason: unknown (moved by SQS's redrive policy)")
-        if letter["payload"] is not None:
-            click.echo(f"  payload: {json.dumps(letter['payload'])}")
-        else:
-            click.echo(f"  body (not a job): {letter['body']!r}")
+        }
+        lines.append(
+            f"  reason: {fields['error_type']}: {fields['error']}"
+            f" (failed {fields['failed_at']}, receive {fields['receive_count']},"
+            f" from {fields['source_queue']})"
+        )
+    else:
+        lines.append("  reason: unknown (moved by SQS's redrive policy)")
+    if letter["payload"] is not None:
+        lines.append(f"  payload: {json.dumps(letter['payload'], ensure_ascii=True)}")
+    else:
+        lines.append(f"  body (not a job): {printable(repr(letter['body']))}")
+    return lines
 
 
 @dlq_command.command("redrive")
@@ -419,11 +474,11 @@ def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> 
     """Move dead letters of QUEUE (a logical name) back to it, to run again."""
     app, jobs = current_app_and_jobs()
     with sqs_errors(jobs, app):
-        url, dlq = _dead_letter_queue(jobs, app, queue)
-        moved, left = redrive(
-            jobs.client(app), dlq, url, job_type=job_type, limit=limit
-        )
-    click.echo(f"moved {moved} dead letter(s) back to {queue!r}; {left} left")
+        target, dlq = _queue_and_dead_letters(jobs, app, queue)
+        result = redrive(dlq, target, job_type=job_type, limit=limit)
+    click.echo(
+        f"moved {result.moved} dead letter(s) back to {queue!r}; {result.left} left"
+    )
 
 
 def _logs_off_stdout() -> t.ContextManager[object]:

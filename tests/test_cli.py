@@ -13,6 +13,7 @@ from flask_sqs_jobs import signals
 from flask_sqs_jobs import SQSJobs
 
 from tests.conftest import MakeApp
+from tests.support import create_queue
 from tests.support import message_count
 
 if t.TYPE_CHECKING:
@@ -259,29 +260,110 @@ class TestCreateQueues:
         assert self.attributes(sqs, "new-default")["VisibilityTimeout"] == "45"
         assert self.attributes(sqs, "new-orders.fifo")["FifoQueue"] == "true"
         assert self.attributes(sqs, "new-orders-dlq.fifo")["FifoQueue"] == "true"
-        assert result.output.splitlines()[0].startswith(
+        assert result.output.splitlines()[0] == (
             "default: new-default created, dead letters to new-default-dlq after 5"
-            " receives"
+            " receives; new-default-dlq created  "
+            + sqs.get_queue_url(QueueName="new-default")["QueueUrl"]
         )
 
-    def test_running_it_again_keeps_the_queues_and_updates_the_policy(
+    def test_running_it_again_leaves_the_existing_queues_unchanged(
         self, runner: FlaskCliRunner, sqs: SQSClient
     ) -> None:
         first = runner.invoke(args=["sqs-jobs", "create-queues"])
         url = sqs.get_queue_url(QueueName="new-default")["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody="{}")
+        before = {
+            name: self.attributes(sqs, name)
+            for name in ("new-default", "new-default-dlq", "new-orders.fifo")
+        }
 
         second = runner.invoke(
             args=["sqs-jobs", "create-queues", "--max-receive-count", "3"]
         )
 
         assert (first.exit_code, second.exit_code) == (0, 0), second.output
-        assert "new-default exists (updated)" in second.output
-        assert "after 3 receives" in second.output
+        assert second.output.splitlines() == [
+            "default: new-default exists, left unchanged (dead letters to"
+            f" new-default-dlq after 5 receives)  {url}",
+            "orders: new-orders.fifo exists, left unchanged (dead letters to"
+            " new-orders-dlq.fifo after 5 receives)  "
+            + sqs.get_queue_url(QueueName="new-orders.fifo")["QueueUrl"],
+            "reports: new-reports exists, left unchanged (dead letters to"
+            " new-reports-dlq after 5 receives)  "
+            + sqs.get_queue_url(QueueName="new-reports")["QueueUrl"],
+        ]
         assert sqs.get_queue_url(QueueName="new-default")["QueueUrl"] == url
         assert message_count(sqs, url) == 1
-        dlq_arn = self.attributes(sqs, "new-default-dlq")["QueueArn"]
-        assert self.redrive(sqs, "new-default") == (dlq_arn, 3)
+        for name, attributes in before.items():
+            assert self.comparable(self.attributes(sqs, name)) == self.comparable(
+                attributes
+            ), name
+
+    @staticmethod
+    def comparable(attributes: dict[str, str]) -> dict[str, str]:
+        """Queue attributes less the counts and timestamps that change by themselves."""
+        return {
+            k: v
+            for k, v in attributes.items()
+            if not k.startswith("Approximate") and k != "LastModifiedTimestamp"
+        }
+
+    def test_an_existing_queue_keeps_its_own_dead_letter_queue(
+        self, runner: FlaskCliRunner, sqs: SQSClient
+    ) -> None:
+        """A queue made elsewhere, dead-lettering to a DLQ of another name."""
+        own_dlq = create_queue(sqs, "team-dead-letters")
+        url = create_queue(
+            sqs, "new-default", dead_letter_url=own_dlq, max_receive_count=7
+        )
+        own_arn = self.attributes(sqs, "team-dead-letters")["QueueArn"]
+
+        result = runner.invoke(args=["sqs-jobs", "create-queues"])
+
+        assert result.exit_code == 0, result.output
+        assert result.output.splitlines()[0] == (
+            "default: new-default exists, left unchanged (dead letters to"
+            f" team-dead-letters after 7 receives)  {url}"
+        )
+        assert self.redrive(sqs, "new-default") == (own_arn, 7)
+        assert self.attributes(sqs, "new-default")["VisibilityTimeout"] == "30"
+        names = sqs.list_queues(QueueNamePrefix="new-default").get("QueueUrls", [])
+        assert names == [url], "created a dead-letter queue nothing uses"
+
+    def test_an_existing_queue_without_a_policy_says_so_and_gets_none(
+        self, runner: FlaskCliRunner, sqs: SQSClient
+    ) -> None:
+        url = create_queue(sqs, "new-default")
+
+        result = runner.invoke(args=["sqs-jobs", "create-queues"])
+
+        assert result.exit_code == 0, result.output
+        assert result.output.splitlines()[0] == (
+            f"default: new-default exists, left unchanged (no dead-letter queue)  {url}"
+        )
+        assert "RedrivePolicy" not in self.attributes(sqs, "new-default")
+
+    def test_a_missing_queue_uses_its_existing_dead_letter_queue_as_it_is(
+        self, runner: FlaskCliRunner, sqs: SQSClient
+    ) -> None:
+        dlq = create_queue(sqs, "new-default-dlq", MessageRetentionPeriod="3600")
+
+        result = runner.invoke(args=["sqs-jobs", "create-queues"])
+
+        assert result.exit_code == 0, result.output
+        line = result.output.splitlines()[0]
+        assert line.startswith(
+            "default: new-default created, dead letters to new-default-dlq after 5"
+            " receives; new-default-dlq exists, left unchanged  "
+        )
+        assert self.redrive(sqs, "new-default") == (
+            self.attributes(sqs, "new-default-dlq")["QueueArn"],
+            5,
+        )
+        assert self.attributes(sqs, "new-default-dlq")["MessageRetentionPeriod"] == (
+            "3600"
+        )
+        assert sqs.get_queue_url(QueueName="new-default-dlq")["QueueUrl"] == dlq
 
     def test_after_create_queues_jobs_can_be_sent(
         self, bare_app: Flask, runner: FlaskCliRunner, jobs: SQSJobs, sqs: SQSClient

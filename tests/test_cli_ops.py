@@ -268,6 +268,68 @@ def test_dlq_list_shows_each_dead_letter_with_its_reason_and_keeps_it(
     assert counts(sqs, dlq) == (3, 0, 0), "listing consumed or hid dead letters"
 
 
+#: Dead-letter fields crafted to forge lines and drive the terminal: C0 (ESC, CR,
+#: LF, BEL), C1 (CSI), DEL and a lone surrogate, all valid once JSON-escaped.
+CRAFTED_JOB_TYPE = "evil\x1b[2J\nfake-id  job_type=forged"
+CRAFTED_REASON = {
+    "error_type": "Key\rError",
+    "error": "\x9b31mred\x7f\udc80",
+    "failed_at": "2026-11-30T06:22:55.737Z",
+    "source_queue": "default\x07",
+    "receive_count": 2,
+}
+
+
+def test_dlq_list_escapes_control_characters_in_what_it_prints(
+    runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    dlq = queue_urls["default-dlq"]
+    crafted = dead_letter(
+        sqs, dlq, CRAFTED_JOB_TYPE, {"note": "\x1b[0m"}, reason=CRAFTED_REASON
+    )
+    not_a_job = sqs.send_message(
+        QueueUrl=dlq, MessageBody="garbage\r\nfake-id  job_type=forged"
+    )["MessageId"]
+
+    result = runner.invoke(args=["sqs-jobs", "dlq", "list", "default"])
+
+    assert listed(ok(result)) == {
+        crafted: [
+            f"{crafted}  job_type=evil\\x1b[2J\\nfake-id  job_type=forged",
+            "  reason: Key\\rError: \\x9b31mred\\x7f\\udc80 (failed"
+            " 2026-11-30T06:22:55.737Z, receive 2, from default\\x07)",
+            '  payload: {"note": "\\u001b[0m"}',
+        ],
+        not_a_job: [
+            f"{not_a_job}  job_type=None",
+            "  reason: unknown (moved by SQS's redrive policy)",
+            "  body (not a job): 'garbage\\r\\nfake-id  job_type=forged'",
+        ],
+    }
+
+
+def test_dlq_list_json_is_ascii_and_keeps_the_crafted_fields_intact(
+    runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    dead_letter(
+        sqs,
+        queue_urls["default-dlq"],
+        CRAFTED_JOB_TYPE,
+        {"note": "\x1b[0m"},
+        reason=CRAFTED_REASON,
+    )
+
+    result = runner.invoke(args=["sqs-jobs", "dlq", "list", "default", "--json"])
+
+    output = ok(result)
+    assert output.isascii()
+    assert not [c for c in output if not c.isprintable() and c != "\n"]
+    [letter] = json.loads(output)["dead_letters"]
+    assert letter["job_type"] == CRAFTED_JOB_TYPE
+    assert letter["dead_letter"] == CRAFTED_REASON
+    assert letter["payload"] == {"note": "\x1b[0m"}
+
+
 def test_dlq_list_json_describes_each_dead_letter(
     runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
 ) -> None:
@@ -419,6 +481,81 @@ def test_dlq_redrive_on_an_empty_dead_letter_queue_moves_nothing(
 
     assert ok(result) == "moved 0 dead letter(s) back to 'default'; 0 left\n"
     assert message_count(sqs, queue_urls["default"]) == 0
+
+
+def fail_every_job_sent_to(
+    monkeypatch: pytest.MonkeyPatch,
+    client: SQSClient,
+    source: str,
+    dlq: str,
+    *,
+    times: int,
+) -> list[str]:
+    """Make ``client`` behave as if a worker failed each job sent to ``source``.
+
+    Right after each SendMessage to ``source`` (up to ``times`` of them), the
+    job is taken off it and dead-lettered again as the worker does: same body
+    and attributes, a new reason, a new MessageId. Returns those MessageIds.
+    """
+    returned: list[str] = []
+    send_message = client.send_message
+
+    def send_and_fail(**params: t.Any) -> t.Any:
+        response = send_message(**params)
+        if params["QueueUrl"] == source and len(returned) < times:
+            dead_letter_again()
+        return response
+
+    def dead_letter_again() -> None:
+        [message] = client.receive_message(
+            QueueUrl=source, MessageAttributeNames=["All"], VisibilityTimeout=30
+        )["Messages"]
+        attributes: dict[str, t.Any] = dict(message.get("MessageAttributes", {}))
+        attributes["dead_letter"] = {
+            "DataType": "String",
+            "StringValue": json.dumps({**REASON, "receive_count": 5}),
+        }
+        sent = send_message(
+            QueueUrl=dlq, MessageBody=message["Body"], MessageAttributes=attributes
+        )
+        client.delete_message(QueueUrl=source, ReceiptHandle=message["ReceiptHandle"])
+        returned.append(sent["MessageId"])
+
+    monkeypatch.setattr(client, "send_message", send_and_fail)
+    return returned
+
+
+def test_dlq_redrive_moves_each_job_once_while_a_worker_fails_them_again(
+    monkeypatch: pytest.MonkeyPatch,
+    bare_app: Flask,
+    runner: FlaskCliRunner,
+    jobs: SQSJobs,
+    sqs: SQSClient,
+    queue_urls: dict[str, str],
+) -> None:
+    """Jobs that come back to the DLQ during the run stay there for the next one."""
+    dlq, source = queue_urls["default-dlq"], queue_urls["default"]
+    for n in range(2):
+        dead_letter(
+            sqs,
+            dlq,
+            "boom",
+            {"n": n},
+            reason=REASON,
+            correlation_fields={"request_id": f"r-{n}"},
+        )
+    with bare_app.app_context():
+        client = jobs.client(bare_app)
+    returned = fail_every_job_sent_to(monkeypatch, client, source, dlq, times=20)
+
+    result = runner.invoke(args=["sqs-jobs", "dlq", "redrive", "default"])
+
+    assert ok(result) == "moved 2 dead letter(s) back to 'default'; 2 left\n"
+    assert len(returned) == 2
+    left = visible_messages(sqs, dlq)
+    assert sorted(m["MessageId"] for m in left) == sorted(returned)
+    assert sorted(json.loads(m["Body"])["payload"]["n"] for m in left) == [0, 1]
+    assert message_count(sqs, source) == 0
 
 
 class TestFifoRedrive:
