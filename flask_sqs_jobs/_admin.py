@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import json
 import signal
 import threading
 import typing as t
-import urllib.parse
 
 import boto3
 import click
@@ -22,14 +20,6 @@ if t.TYPE_CHECKING:
 
 #: Dead letters are kept as long as SQS allows (14 days), for inspection.
 DEAD_LETTER_RETENTION_SECONDS = 1_209_600
-
-
-def physical_name(definition: cabc.Mapping[str, t.Any]) -> str:
-    """The SQS queue name of a definition: its ``name`` or its URL's last part."""
-    if "name" in definition:
-        return str(definition["name"])
-    path = urllib.parse.urlsplit(str(definition["url"])).path.rstrip("/")
-    return urllib.parse.unquote(path).rsplit("/", 1)[-1]
 
 
 def dead_letter_name(name: str) -> str:
@@ -49,8 +39,8 @@ def create_queues(
     is, redrive policy included, and so is an existing dead-letter queue.
     """
     lines = []
-    for logical, definition in config.queues.items():
-        name = physical_name(definition)
+    for logical, definition in config.definitions.items():
+        name = definition.physical_name
         url = _existing_queue_url(client, name)
         if url is not None:
             lines.append(
@@ -77,8 +67,8 @@ def create_queues(
         attributes = dict(base)
         if fifo:
             attributes["ContentBasedDeduplication"] = "true"
-        if definition.get("visibility_timeout"):
-            attributes["VisibilityTimeout"] = str(definition["visibility_timeout"])
+        if definition.visibility_timeout:
+            attributes["VisibilityTimeout"] = str(definition.visibility_timeout)
         attributes["RedrivePolicy"] = json.dumps(
             {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count}
         )

@@ -8,7 +8,8 @@ import difflib
 import json
 import typing as t
 
-from .engine._queue_group import check_queue_definitions
+from .engine._definitions import parse_queue_definitions
+from .engine._definitions import QueueDefinition
 from .engine._wire import MAX_WAIT_SECONDS
 
 PREFIX = "SQS_JOBS_"
@@ -22,8 +23,12 @@ class AWSSetupError(ValueError):
 class Config:
     """Validated settings; each field mirrors an ``SQS_JOBS_*`` key."""
 
-    #: ``SQS_JOBS_QUEUES``: logical name -> queue definition (required).
+    #: ``SQS_JOBS_QUEUES``: logical name -> queue definition (required), as set.
     queues: dict[str, dict[str, t.Any]]
+    #: The same definitions, checked once and typed.
+    definitions: dict[str, QueueDefinition] = dataclasses.field(
+        default_factory=dict, compare=False
+    )
     #: ``SQS_JOBS_ENDPOINT_URL``: the SQS endpoint, e.g. a local server.
     endpoint_url: str | None = None
     #: ``SQS_JOBS_REGION_NAME``: the AWS region; boto3 resolves it when None.
@@ -36,7 +41,11 @@ class Config:
     eager: bool = False
 
 
-_KEYS = {f"{PREFIX}{field.name.upper()}": field for field in dataclasses.fields(Config)}
+_KEYS = {
+    f"{PREFIX}{field.name.upper()}": field
+    for field in dataclasses.fields(Config)
+    if field.name != "definitions"
+}
 
 
 def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
@@ -61,8 +70,11 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
             "SQS_JOBS_QUEUES is required: set it to a dict of logical queue name ->"
             ' definition, e.g. {"default": {"name": "my-app-jobs"}}'
         )
+    queues = _queues(config[f"{PREFIX}QUEUES"])
+    definitions = _definitions(queues)
     return Config(
-        queues=_queues(config[f"{PREFIX}QUEUES"]),
+        queues={name: dict(t.cast(t.Any, d)) for name, d in queues.items()},
+        definitions=definitions,
         endpoint_url=_optional_str(config, "ENDPOINT_URL"),
         region_name=_optional_str(config, "REGION_NAME"),
         idle_wait_seconds=_idle_wait(config.get(f"{PREFIX}IDLE_WAIT_SECONDS", 20)),
@@ -88,11 +100,14 @@ def _queues(value: object) -> dict[str, dict[str, t.Any]]:
             f"{key} must be a dict of logical queue name -> definition;"
             f" got {type(value).__name__}"
         )
+    return dict(value)
+
+
+def _definitions(value: cabc.Mapping[str, t.Any]) -> dict[str, QueueDefinition]:
     try:
-        check_queue_definitions(value)
+        return parse_queue_definitions(value)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{key}: {exc}") from None
-    return {name: dict(definition) for name, definition in value.items()}
+        raise type(exc)(f"{PREFIX}QUEUES: {exc}") from None
 
 
 def _optional_str(config: cabc.Mapping[str, t.Any], name: str) -> str | None:

@@ -199,8 +199,8 @@ class SQSJobs:
         config = state.config
         if client is None:
             definitions = {
-                name: {"queue": eager_queue(d), "weight": d.get("weight", 1)}
-                for name, d in config.queues.items()
+                name: {"queue": eager_queue(d), "weight": d.weight}
+                for name, d in config.definitions.items()
             }
             return EagerQueueGroup(
                 definitions,
@@ -210,7 +210,7 @@ class SQSJobs:
             )
         return QueueGroup.build(
             boto_client=client,
-            queues=config.queues,
+            queues=config.definitions,
             middleware=self.middleware,
             hooks=state.hooks,
             resolve=False,

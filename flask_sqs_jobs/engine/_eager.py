@@ -12,6 +12,7 @@ import structlog
 
 from ._batch_enqueue import JobSpec
 from ._batch_enqueue import prepare_job
+from ._definitions import QueueDefinition
 from ._delivery import Delivery
 from ._handlers import JobHandler
 from ._heartbeat import Heartbeat
@@ -149,14 +150,13 @@ class EagerQueueGroup(QueueGroup):
         return ran.exception
 
 
-def eager_queue(definition: cabc.Mapping[str, t.Any]) -> EagerQueue:
+def eager_queue(definition: QueueDefinition) -> EagerQueue:
     """Return an offline queue for a checked ``SQS_JOBS_QUEUES`` definition."""
-    url = definition.get("url") or f"eager:///{definition['name']}"
-    options = {
-        key: definition[key]
-        for key in ("max_runtime_seconds", "retry_backoff_seconds")
-        if key in definition
-    }
+    url = definition.url or f"eager:///{definition.name}"
     return EagerQueue(
-        url, boto_client=t.cast(t.Any, None), visibility_timeout=0, **options
+        url,
+        boto_client=t.cast(t.Any, None),
+        visibility_timeout=0,
+        max_runtime_seconds=definition.max_runtime_seconds,
+        retry_backoff_seconds=definition.retry_backoff_seconds,
     )

@@ -9,6 +9,11 @@ import typing as t
 
 import structlog
 
+from ._definitions import check_definition_keys
+from ._definitions import check_queue_name
+from ._definitions import check_weight
+from ._definitions import parse_queue_definitions
+from ._definitions import QueueDefinition
 from ._exceptions import QueueNotFoundError
 from ._exceptions import UnknownQueueError
 from ._hooks import Hooks
@@ -23,7 +28,6 @@ from ._producer import check_job_type
 from ._producer import check_options
 from ._producer import check_payload
 from ._producer import SendOptions
-from ._queue import check_queue_options
 from ._queue import SqsQueue
 
 if t.TYPE_CHECKING:
@@ -36,16 +40,6 @@ if t.TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 
-_BUILD_KEYS = frozenset(
-    {
-        "name",
-        "url",
-        "weight",
-        "visibility_timeout",
-        "max_runtime_seconds",
-        "retry_backoff_seconds",
-    }
-)
 _QUEUE_KEYS = frozenset({"queue", "weight"})
 
 
@@ -68,7 +62,16 @@ class QueueGroup:
         middleware: cabc.Sequence[JobMiddleware] = (),
         hooks: Hooks | None = None,
     ) -> None:
-        _check_definitions(queues, _QUEUE_KEYS)
+        if not isinstance(queues, cabc.Mapping):
+            raise TypeError(
+                "queues must be a dict of name -> definition; got"
+                f" {type(queues).__name__}"
+            )
+        if not queues:
+            raise ValueError("queues must define at least one queue")
+        for name, definition in queues.items():
+            check_queue_name(name)
+            check_definition_keys(name, definition, _QUEUE_KEYS)
         self._queues: dict[str, SqsQueue] = {}
         self._weights: dict[str, int] = {}
         for name, definition in queues.items():
@@ -83,7 +86,7 @@ class QueueGroup:
                     f" {type(queue).__name__}"
                 )
             self._queues[name] = queue
-            self._weights[name] = _check_weight(name, definition.get("weight", 1))
+            self._weights[name] = check_weight(name, definition.get("weight", 1))
         self.middleware: tuple[JobMiddleware, ...] = tuple(middleware)
         for item in self.middleware:
             if not isinstance(item, JobMiddleware):
@@ -97,7 +100,7 @@ class QueueGroup:
         cls,
         *,
         boto_client: SQSClient,
-        queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
+        queues: cabc.Mapping[str, cabc.Mapping[str, t.Any] | QueueDefinition],
         middleware: cabc.Sequence[JobMiddleware] = (),
         hooks: Hooks | None = None,
         resolve: bool = True,
@@ -115,17 +118,43 @@ class QueueGroup:
             the queue and the key. :class:`QueueNotFoundError` (a
             ``ValueError``) when a named queue does not exist.
         """
-        check_queue_definitions(queues)
-        resolved: dict[str, dict[str, t.Any]] = {}
-        for name, definition in queues.items():
-            queue = queue_from_definition(boto_client, definition)
+        definitions = parse_queue_definitions(queues)
+        resolved: dict[str, SqsQueue] = {}
+        for name, definition in definitions.items():
+            queue = definition.build_queue(boto_client)
             if resolve:
                 try:
                     queue.url  # noqa: B018 - resolves the name with GetQueueUrl
                 except QueueNotFoundError as exc:
                     raise QueueNotFoundError(exc.queue_name, logical_name=name) from exc
-            resolved[name] = {"queue": queue, "weight": definition.get("weight", 1)}
-        return cls(resolved, middleware=middleware, hooks=hooks)
+            resolved[name] = queue
+        weights = {name: d.weight for name, d in definitions.items()}
+        return cls._of(resolved, weights, tuple(middleware), hooks or Hooks())
+
+    @classmethod
+    def _of(
+        cls,
+        queues: dict[str, SqsQueue],
+        weights: dict[str, int],
+        middleware: tuple[JobMiddleware, ...],
+        hooks: Hooks,
+    ) -> t.Self:
+        """A group of checked parts, checked no further."""
+        group = cls.__new__(cls)
+        QueueGroup._set_parts(group, queues, weights, middleware, hooks)
+        return group
+
+    def _set_parts(
+        self,
+        queues: dict[str, SqsQueue],
+        weights: dict[str, int],
+        middleware: tuple[JobMiddleware, ...],
+        hooks: Hooks,
+    ) -> None:
+        self._queues = queues
+        self._weights = weights
+        self.middleware = middleware
+        self.hooks = hooks
 
     # -- the queues --
 
@@ -152,11 +181,9 @@ class QueueGroup:
 
     def subset(self, names: cabc.Iterable[str]) -> QueueGroup:
         """Return a group of only the named queues, sharing middleware and hooks."""
-        chosen = {
-            name: {"queue": self.queue(name), "weight": self._weights[name]}
-            for name in names
-        }
-        return QueueGroup(chosen, middleware=self.middleware, hooks=self.hooks)
+        chosen = {name: self.queue(name) for name in names}
+        weights = {name: self._weights[name] for name in chosen}
+        return QueueGroup._of(chosen, weights, self.middleware, self.hooks)
 
     def polling_order(self, names: cabc.Iterable[str] | None = None) -> list[str]:
         """Return the queue names in a weighted random order.
@@ -285,78 +312,3 @@ class QueueGroup:
         run_worker(
             self, handlers, idle_wait_seconds=idle_wait_seconds, concurrency=concurrency
         )
-
-
-def _check_definitions(
-    queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]], allowed: frozenset[str]
-) -> None:
-    if not isinstance(queues, cabc.Mapping):
-        raise TypeError(
-            f"queues must be a dict of name -> definition; got {type(queues).__name__}"
-        )
-    if not queues:
-        raise ValueError("queues must define at least one queue")
-    for name, definition in queues.items():
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"queue names must be non-empty str; got {name!r}")
-        if not isinstance(definition, cabc.Mapping):
-            raise TypeError(
-                f"queue {name!r}: the definition must be a dict; got"
-                f" {type(definition).__name__}"
-            )
-        unknown = sorted(set(definition) - allowed)
-        if unknown:
-            raise ValueError(
-                f"queue {name!r}: unknown key(s) {unknown}; valid keys are"
-                f" {sorted(allowed)}"
-            )
-
-
-def check_queue_definitions(
-    queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
-) -> None:
-    """Check :meth:`QueueGroup.build` definitions without calling SQS.
-
-    :raises TypeError, ValueError: naming the queue and the key.
-    """
-    _check_definitions(queues, _BUILD_KEYS)
-    for name, definition in queues.items():
-        if ("name" in definition) == ("url" in definition):
-            raise ValueError(
-                f"queue {name!r}: give exactly one of 'name' (the SQS queue name)"
-                " or 'url'"
-            )
-        key = "name" if "name" in definition else "url"
-        value = definition[key]
-        if not isinstance(value, str) or not value:
-            raise ValueError(
-                f"queue {name!r}: {key!r} must be a non-empty str; got {value!r}"
-            )
-        _check_weight(name, definition.get("weight", 1))
-        try:
-            check_queue_options(**_queue_options(definition))
-        except ValueError as exc:
-            raise ValueError(f"queue {name!r}: {exc}") from None
-
-
-def queue_from_definition(
-    boto_client: SQSClient, definition: cabc.Mapping[str, t.Any]
-) -> SqsQueue:
-    """Return the :class:`SqsQueue` of a checked definition, without calling SQS."""
-    options = _queue_options(definition)
-    if "url" in definition:
-        return SqsQueue(definition["url"], boto_client=boto_client, **options)
-    return SqsQueue.from_name(definition["name"], boto_client=boto_client, **options)
-
-
-def _queue_options(definition: cabc.Mapping[str, t.Any]) -> dict[str, t.Any]:
-    keys = ("visibility_timeout", "max_runtime_seconds", "retry_backoff_seconds")
-    return {key: definition[key] for key in keys if key in definition}
-
-
-def _check_weight(name: str, weight: object) -> int:
-    if isinstance(weight, bool) or not isinstance(weight, int) or weight <= 0:
-        raise ValueError(
-            f"queue {name!r}: 'weight' must be a positive int; got {weight!r}"
-        )
-    return weight

@@ -1,0 +1,153 @@
+"""Queue definitions: checked once, then carried as a typed value.
+
+``QueueGroup.build`` and the ``SQS_JOBS_QUEUES`` setting take plain dicts
+(``{"name": ..., "weight": ...}``); :func:`parse_queue_definitions` checks them
+once and returns :class:`QueueDefinition` values that the rest of the code
+uses without checking again.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import typing as t
+import urllib.parse
+
+from ._queue import check_queue_options
+from ._queue import SqsQueue
+
+if t.TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+
+DEFINITION_KEYS = frozenset(
+    {
+        "name",
+        "url",
+        "weight",
+        "visibility_timeout",
+        "max_runtime_seconds",
+        "retry_backoff_seconds",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueDefinition:
+    """One checked queue definition: exactly one of ``name`` and ``url``."""
+
+    name: str | None
+    url: str | None
+    weight: int = 1
+    visibility_timeout: int | None = None
+    max_runtime_seconds: float = 3600
+    retry_backoff_seconds: float | None = None
+
+    @property
+    def physical_name(self) -> str:
+        """The SQS queue name: ``name``, or the last part of ``url``."""
+        if self.name is not None:
+            return self.name
+        path = urllib.parse.urlsplit(str(self.url)).path.rstrip("/")
+        return urllib.parse.unquote(path).rsplit("/", 1)[-1]
+
+    def build_queue(self, boto_client: SQSClient) -> SqsQueue:
+        """Return the :class:`SqsQueue`, without calling SQS."""
+        if self.url is not None:
+            return SqsQueue(
+                self.url,
+                boto_client=boto_client,
+                max_runtime_seconds=self.max_runtime_seconds,
+                visibility_timeout=self.visibility_timeout,
+                retry_backoff_seconds=self.retry_backoff_seconds,
+            )
+        assert self.name is not None
+        return SqsQueue.from_name(
+            self.name,
+            boto_client=boto_client,
+            max_runtime_seconds=self.max_runtime_seconds,
+            visibility_timeout=self.visibility_timeout,
+            retry_backoff_seconds=self.retry_backoff_seconds,
+        )
+
+
+def parse_queue_definitions(
+    queues: cabc.Mapping[str, cabc.Mapping[str, t.Any] | QueueDefinition],
+) -> dict[str, QueueDefinition]:
+    """Check definitions without calling SQS; already parsed ones pass as they are.
+
+    :raises TypeError, ValueError: naming the queue and the key.
+    """
+    if not isinstance(queues, cabc.Mapping):
+        raise TypeError(
+            f"queues must be a dict of name -> definition; got {type(queues).__name__}"
+        )
+    if not queues:
+        raise ValueError("queues must define at least one queue")
+    parsed: dict[str, QueueDefinition] = {}
+    for name, definition in queues.items():
+        check_queue_name(name)
+        if isinstance(definition, QueueDefinition):
+            parsed[name] = definition
+        else:
+            parsed[name] = _parse(name, definition)
+    return parsed
+
+
+def check_queue_name(name: object) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"queue names must be non-empty str; got {name!r}")
+
+
+def check_weight(name: str, weight: object) -> int:
+    if isinstance(weight, bool) or not isinstance(weight, int) or weight <= 0:
+        raise ValueError(
+            f"queue {name!r}: 'weight' must be a positive int; got {weight!r}"
+        )
+    return weight
+
+
+def check_definition_keys(
+    name: str, definition: object, allowed: frozenset[str]
+) -> None:
+    if not isinstance(definition, cabc.Mapping):
+        raise TypeError(
+            f"queue {name!r}: the definition must be a dict; got"
+            f" {type(definition).__name__}"
+        )
+    unknown = sorted(set(definition) - allowed)
+    if unknown:
+        raise ValueError(
+            f"queue {name!r}: unknown key(s) {unknown}; valid keys are"
+            f" {sorted(allowed)}"
+        )
+
+
+def _parse(name: str, definition: object) -> QueueDefinition:
+    check_definition_keys(name, definition, DEFINITION_KEYS)
+    assert isinstance(definition, cabc.Mapping)
+    if ("name" in definition) == ("url" in definition):
+        raise ValueError(
+            f"queue {name!r}: give exactly one of 'name' (the SQS queue name) or 'url'"
+        )
+    key = "name" if "name" in definition else "url"
+    value = definition[key]
+    if not isinstance(value, str) or not value:
+        raise ValueError(
+            f"queue {name!r}: {key!r} must be a non-empty str; got {value!r}"
+        )
+    weight = check_weight(name, definition.get("weight", 1))
+    options = {
+        k: definition[k]
+        for k in ("visibility_timeout", "max_runtime_seconds", "retry_backoff_seconds")
+        if k in definition
+    }
+    try:
+        check_queue_options(**options)
+    except ValueError as exc:
+        raise ValueError(f"queue {name!r}: {exc}") from None
+    return QueueDefinition(
+        name=value if key == "name" else None,
+        url=value if key == "url" else None,
+        weight=weight,
+        **options,
+    )
