@@ -133,11 +133,22 @@ class Supervisor:
         ours, theirs = socket.socketpair()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
+        # Blocked until the new process has its own handlers: a stop signal
+        # forwarded right after the fork must not reach the supervisor's.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                ours.close()
+                self._child_main(child, theirs)
+            with contextlib.suppress(OSError):  # it may have done it already
+                os.setpgid(pid, pid)
+        except OSError:
             ours.close()
-            self._child_main(child, theirs)
-        theirs.close()
+            raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            theirs.close()
         with self._lock:
             child.pid, child.channel, child.received = pid, ours, b""
             child.port, child.status, child.restart_at = None, None, None
@@ -150,6 +161,7 @@ class Supervisor:
             os.setpgid(0, 0)
             for sig in _STOP_SIGNALS:
                 signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
             for other in self._children:
                 if other.channel is not None:
                     other.channel.close()
@@ -271,7 +283,11 @@ class Supervisor:
         for child in self._children:
             due = child.restart_at is not None and child.restart_at <= now
             if due and not self._stopping:
-                self._start(child)
+                try:
+                    self._start(child)
+                except OSError as exc:  # out of processes or memory: try later
+                    child.restart_at = now + MAX_RESTART_BACKOFF
+                    log.error("worker_process_start_failed", error=str(exc))
 
     def _read_ports(self) -> None:
         waiting = {c.channel: c for c in self._children if c.channel and c.port is None}
