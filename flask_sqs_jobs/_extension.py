@@ -168,6 +168,18 @@ class SQSJobs:
                 " jobs.init_app(app) in your application factory."
             ) from None
 
+    def _forget_clients(self, app: Flask) -> None:
+        """Drop ``app``'s cached client and queue group (in a forked child).
+
+        A boto3 client's connection pool must not be shared across a fork: the
+        child builds its own on first use. A client given to the constructor is
+        kept, as it is the only one there is.
+        """
+        state = self._get_state(app)
+        state.lock = threading.Lock()
+        state.client = None
+        state.group = None
+
     def config(self, app: Flask | None = None) -> Config:
         """The validated configuration of ``app`` (the current app by default)."""
         return self._get_state(app).config

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
+import dataclasses
 import functools
 import json
 import re
@@ -133,6 +134,14 @@ def check_queue_names(jobs: SQSJobs, app: Flask, names: t.Iterable[str]) -> None
     help="After SIGTERM, how long running jobs may take before their messages are"
     " released for another worker. Default: wait for them.",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    envvar="FLASK_SQS_WORKER_PROCESSES",
+    help="Worker processes, each with --concurrency threads, under one supervisor.",
+)
 @with_appcontext
 def worker_command(
     queue_names: tuple[str, ...],
@@ -142,6 +151,7 @@ def worker_command(
     health_host: str,
     health_max_age: float,
     shutdown_timeout: float | None,
+    processes: int,
 ) -> None:
     """Run a worker for this app's job handlers.
 
@@ -149,6 +159,9 @@ def worker_command(
     jobs finish, and it exits 0. A second signal exits at once, releasing
     every message it holds. Exit status 1 means every queue failed to receive
     10 times in a row; 2 means a usage or configuration error.
+
+    With ``--processes N`` above 1 a supervisor runs N such workers, each in
+    its own process, forwards the signals to them and restarts any that dies.
     """
     app, jobs = current_app_and_jobs()
     if not jobs.handlers:
@@ -162,14 +175,63 @@ def worker_command(
             " SQS; turn it off for the worker"
         )
     check_queue_names(jobs, app, queue_names)
+    options = WorkerOptions(
+        queue_names=queue_names,
+        concurrency=concurrency,
+        idle_wait=idle_wait,
+        shutdown_timeout=shutdown_timeout,
+        health_max_age=health_max_age,
+    )
+    if processes == 1:
+        raise SystemExit(run_one_worker(app, jobs, options, health_host, health_port))
+    from ._supervisor import Supervisor
+
+    supervisor = Supervisor(
+        processes,
+        functools.partial(run_one_worker, app, jobs, options),
+        health_host=health_host,
+        health_port=health_port,
+        forget_clients=functools.partial(jobs._forget_clients, app),
+    )
+    raise SystemExit(supervisor.run())
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerOptions:
+    """The ``flask sqs-worker`` options that every worker process runs with."""
+
+    queue_names: tuple[str, ...]
+    concurrency: int
+    idle_wait: int | None
+    shutdown_timeout: float | None
+    health_max_age: float
+
+
+def run_one_worker(
+    app: Flask,
+    jobs: SQSJobs,
+    options: WorkerOptions,
+    health_host: str,
+    health_port: int | None,
+    on_health_started: cabc.Callable[[int], None] | None = None,
+) -> int:
+    """Run one worker in this process until it stops; return its exit status.
+
+    This is all of ``flask sqs-worker --processes 1``, and what each worker
+    process of a supervisor runs (there with a health server on an ephemeral
+    port, reported to ``on_health_started``).
+
+    :raises ConfigurationError: the queues or the AWS set-up are wrong.
+    """
+    queue_names = options.queue_names
     metrics = _metrics() if health_port is not None else None
     with sqs_errors(jobs, app):
         worker = jobs.create_worker(
             app,
             queues=queue_names or None,
-            concurrency=concurrency,
-            idle_wait_seconds=idle_wait,
-            shutdown_timeout=shutdown_timeout,
+            concurrency=options.concurrency,
+            idle_wait_seconds=options.idle_wait,
+            shutdown_timeout=options.shutdown_timeout,
             hooks=[metrics] if metrics is not None else (),
         )
         _check_queues_exist(jobs, app, queue_names or jobs.config(app).queues)
@@ -181,16 +243,17 @@ def worker_command(
             worker,
             host=health_host,
             port=health_port,
-            max_age=health_max_age,
+            max_age=options.health_max_age,
             metrics=metrics,
         )
         health.start()
+        if on_health_started is not None:
+            on_health_started(health.port)
     try:
-        status = run_until_signalled(worker)
+        return run_until_signalled(worker)
     finally:
         if health is not None:
             health.stop()
-    raise SystemExit(status)
 
 
 def _metrics() -> PrometheusMetrics | None:

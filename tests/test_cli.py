@@ -113,7 +113,12 @@ def test_a_queue_missing_from_sqs_exits_2_naming_it(
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--concurrency", "0"), ("--idle-wait", "21"), ("--idle-wait", "-1")],
+    [
+        ("--concurrency", "0"),
+        ("--idle-wait", "21"),
+        ("--idle-wait", "-1"),
+        ("--processes", "0"),
+    ],
 )
 def test_out_of_range_options_exit_2(
     runner: FlaskCliRunner, ran: list[Payload], option: str, value: str
@@ -144,6 +149,33 @@ def test_the_worker_runs_jobs_and_exits_0_after_sigterm(
     assert result.exit_code == 0, result.output
     assert ran == [{"n": 1}]
     assert message_count(sqs, queue_urls["default"]) == 0
+
+
+def test_one_process_runs_the_worker_here_without_a_supervisor(
+    bare_app: Flask,
+    runner: FlaskCliRunner,
+    jobs: SQSJobs,
+    ran: list[Payload],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flask_sqs_jobs import _supervisor
+
+    def no_supervisor(*args: object, **kwargs: object) -> t.NoReturn:
+        raise AssertionError("--processes 1 started a supervisor")
+
+    monkeypatch.setattr(_supervisor, "Supervisor", no_supervisor)
+    monkeypatch.setattr(os, "fork", no_supervisor)
+    with bare_app.app_context():
+        jobs.enqueue("default", "record", {"n": 1})
+
+    with signals.job_finished.connected_to(stop_the_worker, sender=bare_app):
+        result = runner.invoke(
+            args=["sqs-worker", "--processes", "1"],
+            env={"FLASK_SQS_WORKER_PROCESSES": "3"},
+        )
+
+    assert result.exit_code == 0, result.output
+    assert ran == [{"n": 1}]
 
 
 def test_queue_options_choose_the_queues_the_worker_polls(

@@ -6,6 +6,8 @@ Run it as ``python -m flask --app tests.integration.flask_test_app:create_app ..
 - ``TEST_APP_QUEUES``: JSON, the ``SQS_JOBS_QUEUES`` setting.
 - ``TEST_APP_RECORD_FILE``: where the app appends one JSON line per job it ran
   (``"kind": "job"``) and per app context torn down (``"kind": "teardown"``).
+- ``TEST_APP_MAX_RECEIVE_BACKOFF``: shrinks the worker's receive-failure backoff
+  cap, so that the receive-failure tests finish quickly.
 - ``TEST_APP_JSON_LOGS``: when set, structlog renders JSON lines on stdout. Only
   the worker process sets it: configuring structlog in the test process would
   change logging for every test there.
@@ -43,6 +45,7 @@ from flask_sqs_jobs import current_job
 from flask_sqs_jobs import Job
 from flask_sqs_jobs import signals
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.engine import _worker as worker_module
 
 log = structlog.get_logger("flask_test_app")
 _record_lock = threading.Lock()
@@ -77,6 +80,7 @@ def record_job(handler: str) -> None:
             "message_id": current_job.message_id,
             "request_id": current_job.correlation_fields.get("request_id"),
             "g_before": g.get("message_id"),
+            "pid": os.getpid(),
         }
     )
     g.message_id = current_job.message_id
@@ -96,6 +100,9 @@ def create_app() -> Flask:
         configure_logging()
         # `kill -USR1 <pid>` prints every thread's stack: how to diagnose a hang.
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+    backoff = os.environ.get("TEST_APP_MAX_RECEIVE_BACKOFF")
+    if backoff:
+        worker_module.MAX_RECEIVE_BACKOFF = float(backoff)
     app = Flask(__name__)
     app.config.update(
         SQS_JOBS_QUEUES=os.environ["TEST_APP_QUEUES"],

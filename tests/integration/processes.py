@@ -20,7 +20,8 @@ class WorkerProcess:
     Every stdout line is kept; lines that are JSON objects with an ``event``
     key (structlog's JSON renderer) are parsed into :attr:`events`. Always
     call :meth:`close` (the ``start_worker`` fixture does), which reaps the
-    process and closes its pipe.
+    process and closes its pipe. With ``new_session`` it leads a process group
+    of its own, which can be signalled as a terminal's Ctrl-C would.
 
     When a wait fails, the process gets SIGUSR1 so that one which registered
     ``faulthandler.register(signal.SIGUSR1, all_threads=True)`` prints every
@@ -33,6 +34,7 @@ class WorkerProcess:
         *,
         env: cabc.Mapping[str, str],
         cwd: str | os.PathLike[str] | None = None,
+        new_session: bool = False,
     ) -> None:
         self.args = list(args)
         self.lines: list[str] = []
@@ -49,6 +51,7 @@ class WorkerProcess:
             text=True,
             encoding="utf-8",
             errors="replace",
+            start_new_session=new_session,
         )
         self._reader = threading.Thread(
             target=self._read, name=f"read-worker-{self.pid}", daemon=True
