@@ -70,8 +70,8 @@ PEERS = (
     Peer(
         "sqs-job-worker",
         "sqs-job-worker",
-        ("sqs-job-worker", "boto3"),
-        ("sqs-job-worker", "boto3", "structlog"),
+        ("sqs-job-worker", "boto3", "orjson"),  # orjson: as our production logging
+        ("sqs-job-worker", "boto3", "structlog", "orjson"),
         1,
         True,
     ),
