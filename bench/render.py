@@ -151,7 +151,9 @@ DRAIN_HEAD = [
 def drain_row(results: Results, s: DrainSeries) -> str:
     head = f"| {s.name} | {s.layout} | {s.handler} | {s.logging or '—'}"
     if not s.runs:
-        return f"{head} | failed: {s.error} | | | | | | | | |"
+        error = s.error or "no run"
+        why = error if error.startswith("not available") else f"failed: {error}"
+        return f"{head} | {why} | | | | | | | | |"
     row = drain_summary(results, s)
     return (
         f"{head} | {fmt(row['seconds'], 2)} "
