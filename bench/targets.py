@@ -194,7 +194,8 @@ def table(results: Results) -> list[str]:
         "## Targets",
         "",
         "Ratios to references measured in the same run (except the absolute ms, "
-        "request and MB figures).",
+        "request and MB figures). The targets hold with production logging; a row "
+        "marked quiet was measured with INFO dropped (`--logging quiet`).",
         "",
         "| target | limit | measured | detail | logging | status |",
         "| --- | ---: | ---: | --- | --- | --- |",
