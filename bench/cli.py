@@ -4,29 +4,35 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import random
 import shutil
 import signal
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar
 
 from bench import ceiling
 from bench import ours
 from bench import peers
 from bench import procs
+from bench import render
 from bench import report
-from bench.drain import Drain
 from bench.drain import RUNS
 from bench.envs import dist_versions
 from bench.envs import log
 from bench.envs import project_python
 from bench.envs import python_version
 from bench.envs import REPO
+from bench.ours import OURS
+from bench.ours import PRODUCTION
+from bench.ours import QUIET
+from bench.scenarios import measure_ceiling
+from bench.scenarios import measure_ours
+from bench.scenarios import measure_ours_idle
+from bench.scenarios import measure_peer
+from bench.scenarios import measure_slow
+from bench.scenarios import note
+from bench.scenarios import Plan
+from bench.scenarios import Sizes
 from bench.servers import drop_queue
 from bench.servers import ministack
 from bench.servers import new_queue
@@ -36,19 +42,6 @@ from bench.servers import sqs_client
 from bench.servers import use_fake_aws
 
 SECTIONS = ("peers", "ours")
-CONCURRENCY = (1, 4, 16)
-SLEEP_MS = 50
-OURS = "flask-sqs-jobs"
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Sizes:
-    repeat: int
-    jobs: int
-    latency_per_queue: int
-    idle_window: float
-    idle_waits: tuple[int, ...] = (2, 20)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Sizes]:
@@ -62,6 +55,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Sizes]:
     add("--only", action="append", choices=SECTIONS, help="this section only")
     add("--jobs", type=int, help="jobs per drain (2000; 200 with --quick)")
     add("--out", type=Path, default=REPO / "bench" / "results", help="output dir")
+    add(
+        "--logging",
+        choices=(PRODUCTION, QUIET),
+        default=PRODUCTION,
+        help="structlog in the flask-sqs-jobs and sqs-job-worker processes: JSON "
+        "lines at INFO as deployed (production), or INFO dropped (quiet)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         sizes = Sizes(1, args.jobs or 200, latency_per_queue=3, idle_window=20)
@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             "jobs": sizes.jobs,
             "versions": {"bench runner": runner},
             "method": method_notes(sizes),
+            "logging_default": args.logging,
+            "logging": logging_note(args.logging),
         }
     )
     try:
@@ -98,13 +100,17 @@ def main(argv: list[str] | None = None) -> int:
             results.meta["server"] = f"{server.name} {server.version} on 127.0.0.1"
             results.meta["versions"]["server"] = {"ministack": server.version}
             warm_up(server)
+            plan = Plan(
+                sizes, args.logging, processes_missing(results, project, server)
+            )
             for round_no in range(1, sizes.repeat + 1):
                 log(f"round {round_no}/{sizes.repeat}")
-                measure_ceiling(results, server, sizes)
+                measure_ceiling(results, server.endpoint, sizes)
                 for peer, python in installed.items():
-                    measure_peer(results, peer, python, server, sizes)
+                    measure_peer(results, peer, python, server, plan)
                 if project:
-                    measure_ours(results, project, server, sizes)
+                    measure_ours(results, project, server, plan)
+                measure_slow(results, project, server, plan, seed=round_no)
             if project:
                 measure_ours_idle(results, project, server, sizes)
     except KeyboardInterrupt:
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         procs.kill_all()
         shutil.rmtree(RUNS, ignore_errors=True)
-    json_path, md_path = report.write(results, args.out)
+    json_path, md_path = render.write(results, args.out)
     log(f"wrote {json_path} and {md_path}")
     print(md_path.read_text())
     return 0
@@ -141,7 +147,7 @@ def find_project(results: report.Results) -> str | None:
     if found.python is None:
         note(results, f"{OURS}: not available: {found.error}")
         return None
-    dists = [OURS, "boto3", "botocore", "structlog", "flask"]
+    dists = [OURS, "boto3", "botocore", "structlog", "orjson", "flask"]
     versions = {"python": python_version(found.python)}
     versions.update(dist_versions(found.python, dists))
     results.meta["versions"][OURS] = versions
@@ -157,139 +163,33 @@ def warm_up(server: Server) -> None:
         drop_queue(sqs, url)
 
 
-def measure_ceiling(results: report.Results, server: Server, sizes: Sizes) -> None:
-    sqs = sqs_client(server.endpoint)
-    for threads in (1, 16):
-        _, url = new_queue(sqs, f"raw-drain-{threads}")
-        try:
-            ceiling.prefill(server.endpoint, url, sizes.jobs)
-            seconds = ceiling.raw_drain(server.endpoint, url, sizes.jobs, threads)
-        finally:
-            drop_queue(sqs, url)
-        results.ceiling.setdefault(f"drain_{threads}", []).append(sizes.jobs / seconds)
-        log(f"raw drain, {threads} thread(s): {sizes.jobs / seconds:,.0f} msgs/s")
-    sends = {"send_loop": ceiling.raw_send_loop, "send_batch": ceiling.raw_send_batch}
-    for key, send in sends.items():
-        _, url = new_queue(sqs, f"raw-{key}")
-        try:
-            seconds = send(server.endpoint, url, sizes.jobs)
-        finally:
-            drop_queue(sqs, url)
-        results.ceiling.setdefault(key, []).append(sizes.jobs / seconds)
-        log(f"raw {key}: {sizes.jobs / seconds:,.0f} msgs/s")
-
-
-def measure_peer(
-    results: report.Results,
-    peer: peers.Peer,
-    python: Path,
-    server: Server,
-    sizes: Sizes,
-) -> None:
-    for sleep_ms in (0, SLEEP_MS):
-        series = results.series(peer.label, peer.slots, sleep_ms, sizes.jobs)
-        run = partial(peers.run_drain, peer, python, server, sleep_ms=sleep_ms)
-        record(series, partial(run, jobs=sizes.jobs))
-
-
-def measure_ours(
-    results: report.Results, python: str, server: Server, sizes: Sizes
-) -> None:
-    for concurrency in CONCURRENCY:
-        for sleep_ms in (0, SLEEP_MS):
-            series = results.series(OURS, concurrency, sleep_ms, sizes.jobs)
-            run = partial(ours.run_drain, python, server, jobs=sizes.jobs)
-            record(series, partial(run, sleep_ms=sleep_ms, concurrency=concurrency))
-    enqueued = attempt(
-        results, "enqueue", partial(ours.run_enqueue, python, server, jobs=sizes.jobs)
-    )
-    if enqueued is None:
-        return
-    results.enqueue.setdefault("enqueue", []).append(enqueued.enqueue_rate)
-    log(f"enqueue loop: {enqueued.enqueue_rate:,.0f} msgs/s")
-    if enqueued.enqueue_many_rate is not None:
-        results.enqueue.setdefault("enqueue_many", []).append(
-            enqueued.enqueue_many_rate
-        )
-        log(f"enqueue_many: {enqueued.enqueue_many_rate:,.0f} msgs/s")
-    else:
-        note(results, f"enqueue_many: not available: {enqueued.enqueue_many_error}")
-
-
-def measure_ours_idle(
-    results: report.Results, python: str, server: Server, sizes: Sizes
-) -> None:
-    rng = random.Random()
-    log("idle pick-up latency, raw long poll")
-    samples = sizes.latency_per_queue * len(ours.QUEUES)
-    raw = attempt(
-        results, "raw long-poll latency", partial(raw_latency, server, samples, rng)
-    )
-    results.raw_latency = raw or []
-    for wait in sizes.idle_waits:
-        log(f"idle pick-up latency, idle_wait_seconds={wait}")
-        latency = attempt(
-            results,
-            f"idle latency at idle_wait_seconds={wait}",
-            partial(
-                ours.run_latency,
-                python,
-                server,
-                idle_wait=wait,
-                per_queue=sizes.latency_per_queue,
-                rng=rng,
-            ),
-        )
-        if latency is not None:
-            results.latency[wait] = latency
-        log(f"requests per idle minute, idle_wait_seconds={wait}")
-        idle = attempt(
-            results,
-            f"idle requests at idle_wait_seconds={wait}",
-            partial(
-                ours.run_idle, python, server, idle_wait=wait, window=sizes.idle_window
-            ),
-        )
-        if idle is not None:
-            results.idle[wait] = idle
-
-
-def raw_latency(server: Server, samples: int, rng: random.Random) -> list[float]:
-    sqs = sqs_client(server.endpoint)
-    _, url = new_queue(sqs, "raw-latency")
+def processes_missing(
+    results: report.Results, python: str | None, server: Server
+) -> str | None:
+    """None when ``flask sqs-worker`` has ``--processes``, else why not."""
+    if python is None:
+        return f"not available: {OURS} is not available"
     try:
-        return ceiling.raw_pickup_latency(server.endpoint, url, samples, rng)
-    finally:
-        drop_queue(sqs, url)
-
-
-def record(series: report.DrainSeries, run: Callable[[], Drain]) -> None:
-    name = f"{series.worker}, {series.slots} slot(s), {series.handler}"
-    try:
-        result = run()
+        found = ours.cli_has_processes(python, server)
     except Exception as exc:
-        series.error = str(exc)
-        log(f"{name}: failed: {exc}")
-        return
-    series.runs.append(result)
-    log(
-        f"{name}: {result.jobs} jobs in {result.seconds:.2f} s "
-        f"({result.rate:,.1f}/s), start-up {result.startup_seconds:.2f} s"
+        note(results, f"flask sqs-worker --help failed: {exc}")
+        return f"not available: flask sqs-worker --help failed: {exc}"
+    return None if found else "not available: --processes not supported by this version"
+
+
+def logging_note(logging: str) -> str:
+    if logging == QUIET:
+        return (
+            "--logging quiet: flask-sqs-jobs and sqs-job-worker drop INFO "
+            "(`make_filtering_bound_logger(logging.WARNING)`), except the rows marked "
+            "production"
+        )
+    return (
+        "production (the default): flask-sqs-jobs and sqs-job-worker write JSON "
+        "lines at INFO to a log file in .bench/logs/ (job_enqueued, job_started, "
+        "job_finished per job) with structlog's fastest documented set-up, "
+        "bench/LOGGING.md; rows marked quiet drop INFO"
     )
-
-
-def attempt(results: report.Results, name: str, run: Callable[[], T]) -> T | None:
-    try:
-        return run()
-    except Exception as exc:
-        note(results, f"{name}: failed: {exc}")
-        return None
-
-
-def note(results: report.Results, text: str) -> None:
-    log(text)
-    if text not in results.notes:
-        results.notes.append(text)
 
 
 def method_notes(sizes: Sizes) -> list[str]:
@@ -304,10 +204,19 @@ def method_notes(sizes: Sizes) -> list[str]:
         "largest VmHWM among the processes of the worker's session (read from /proc "
         "during and right after the drain).",
         f"boto3 clients use max_pool_connections={POOL}; AWS credentials are fake.",
-        "The flask-sqs-jobs and sqs-job-worker subprocesses configure structlog with "
-        "`structlog.configure(wrapper_class=structlog.make_filtering_bound_logger("
-        "logging.WARNING))`, so logging at INFO costs nothing; Celery runs with "
-        "--loglevel WARNING; dramatiq with its defaults (it logs no line per job).",
+        "Logging: the flask-sqs-jobs and sqs-job-worker subprocesses use the "
+        "configuration in each row's logging column: production is structlog's "
+        "fastest documented set-up (bench/LOGGING.md: filtering bound logger at INFO, "
+        "cached loggers, orjson and BytesLogger when orjson is installed) writing "
+        "JSON lines to a file; quiet drops INFO. Celery runs with --loglevel "
+        "WARNING; dramatiq with its defaults (it logs no line per job).",
+        "flask sqs-worker rows run `flask --app bench/workers/ours_flask_app.py:"
+        "create_app sqs-worker --concurrency 16 --idle-wait 1` (each job in its own "
+        "app context) and are stopped with SIGTERM once every job ran; JobWorker rows "
+        "embed the engine and call request_stop().",
+        "10 ms per call: a proxy in its own process holds every request "
+        "10 ms +- 2 ms (uniform, seeded per round and connection) before "
+        "forwarding it to the same server, one thread per connection, keep-alive.",
         "Peers run in their fair configuration: sqs-job-worker is single-threaded by "
         "design; dramatiq 2 processes x 8 threads; Celery the threads pool with 16 "
         "threads (gossip, mingle and heartbeat off), pre-filled through Celery itself.",

@@ -124,17 +124,22 @@ class ProjectPython:
 
 
 PROJECT_CHECK = (
-    "from flask_sqs_jobs import JobWorker, QueueGroup; import structlog, boto3"
+    "from flask_sqs_jobs import JobWorker, QueueGroup, SQSJobs;"
+    " import structlog, boto3, orjson"
 )
+#: Installed beside the project: production logging serializes with orjson, as
+#: structlog's performance notes recommend (about a third less time per line).
+PROJECT_EXTRAS = ["orjson"]
 
 
 def project_python() -> ProjectPython:
-    """The launcher's python if it imports flask_sqs_jobs, else .bench/venv-project."""
+    """The launcher's python if it imports flask_sqs_jobs and orjson, else
+    .bench/venv-project (the project and orjson)."""
     first = check_import(launcher_python())
     if first is None:
         return ProjectPython(launcher_python(), None)
     try:
-        python = str(ensure_venv("venv-project", [], editable=REPO))
+        python = str(ensure_venv("venv-project", PROJECT_EXTRAS, editable=REPO))
     except (RuntimeError, subprocess.SubprocessError) as exc:
         return ProjectPython(None, f"{first}; .bench/venv-project: {exc}")
     second = check_import(python)

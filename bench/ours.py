@@ -1,4 +1,8 @@
-"""flask-sqs-jobs via the engine API, in a subprocess (bench/workers/ours_worker.py)."""
+"""flask-sqs-jobs in a subprocess, through its public API only.
+
+Drains run either the embedded ``JobWorker`` (bench/workers/ours_worker.py) or the
+``flask sqs-worker`` command on a tiny app (bench/workers/ours_flask_app.py).
+"""
 
 from __future__ import annotations
 
@@ -28,6 +32,10 @@ from bench.servers import sqs_client
 from bench.servers import SQSClient
 
 SCRIPT = str(WORKERS_DIR / "ours_worker.py")
+FLASK_APP = f"{WORKERS_DIR / 'ours_flask_app.py'}:create_app"
+OURS = "flask-sqs-jobs"
+EMBEDDED, CLI = "JobWorker", "flask sqs-worker"
+PRODUCTION, QUIET = "production", "quiet"  # BENCH_CONFIG["logging"]
 # (logical name, weight) of the queues behind the idle figures
 QUEUES = (("high", 5), ("mid", 2), ("low", 1))
 
@@ -36,34 +44,80 @@ def _env(cfg: dict[str, object]) -> dict[str, str]:
     return {**project_env(), "BENCH_CONFIG": json.dumps(cfg)}
 
 
+def cli_args(python: str, concurrency: int, processes: int | None) -> list[str]:
+    """``flask sqs-worker`` on the bench app, optionally with ``--processes``."""
+    args = [python, "-m", "flask", "--app", FLASK_APP, "sqs-worker"]
+    args += ["--concurrency", str(concurrency), "--idle-wait", "1"]
+    return args + (["--processes", str(processes)] if processes else [])
+
+
+def cli_has_processes(python: str, server: Server) -> bool:
+    """Whether this version's ``flask sqs-worker --help`` lists ``--processes``."""
+    counters = drains.counter_dir()
+    cfg = {"url": f"{server.endpoint}/000000000000/none", "endpoint": server.endpoint}
+    cfg.update({"counters": str(counters), "sleep_ms": 0, "jobs": 1})
+    try:
+        done = subprocess.run(
+            [*cli_args(python, 1, None)[:-4], "--help"],
+            env=_env({**cfg, "logging": "quiet"}),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        shutil.rmtree(counters, ignore_errors=True)
+    if done.returncode != 0:
+        raise drains.WorkerFailed(f"flask sqs-worker --help: {tail(done.stderr)}")
+    return "--processes" in done.stdout
+
+
 def run_drain(
-    python: str, server: Server, *, jobs: int, sleep_ms: int, concurrency: int
+    python: str,
+    server: Server,
+    *,
+    jobs: int,
+    sleep_ms: int,
+    concurrency: int,
+    logging: str = "production",
+    how: str = EMBEDDED,
+    processes: int | None = None,
+    worker_endpoint: str | None = None,
 ) -> drains.Drain:
+    """Drain JOBS pre-filled jobs; the worker talks to WORKER_ENDPOINT (a proxy)."""
     sqs = sqs_client(server.endpoint)
     _, url = new_queue(sqs, f"ours-c{concurrency}")
     counters = drains.counter_dir()
     cfg = {
         "mode": "drain",
-        "endpoint": server.endpoint,
+        "endpoint": worker_endpoint or server.endpoint,
         "url": url,
         "jobs": jobs,
         "sleep_ms": sleep_ms,
         "counters": str(counters),
         "concurrency": concurrency,
+        "logging": logging,
     }
+    cli = how == CLI
+    args = cli_args(python, concurrency, processes) if cli else [python, SCRIPT]
+    slots = concurrency * (processes or 1)
+    label = "ours-cli" if cli else "ours"
+    label += f"-p{processes}" if processes else ""
+    label += f"-c{concurrency}-{sleep_ms}ms-{logging}"
+    label += "-proxy" if worker_endpoint else ""
     try:
         prefill(server.endpoint, url, jobs)
         return drains.drain(
-            [python, SCRIPT],
+            args,
             env=_env(cfg),
             cwd=REPO,
             counters=counters,
             sqs=sqs,
             url=url,
             jobs=jobs,
-            timeout=60 + 3 * jobs * sleep_ms / 1000 / concurrency + jobs / 20,
-            self_stopping=True,
-            label=f"ours-c{concurrency}-{sleep_ms}ms",
+            timeout=60 + 3 * jobs * sleep_ms / 1000 / slots + jobs / 20,
+            self_stopping=not cli,  # the CLI worker stops on the driver's SIGTERM
+            label=label,
         )
     finally:
         drop_queue(sqs, url)
@@ -76,7 +130,9 @@ class Enqueue:
     enqueue_many_error: str | None
 
 
-def run_enqueue(python: str, server: Server, *, jobs: int) -> Enqueue:
+def run_enqueue(
+    python: str, server: Server, *, jobs: int, logging: str = "production"
+) -> Enqueue:
     sqs = sqs_client(server.endpoint)
     urls = [new_queue(sqs, f"ours-enq-{kind}")[1] for kind in ("loop", "many")]
     counters = drains.counter_dir()
@@ -88,16 +144,21 @@ def run_enqueue(python: str, server: Server, *, jobs: int) -> Enqueue:
         "url_many": urls[1],
         "jobs": jobs,
         "result": str(result),
+        "logging": logging,
     }
+    log_path = LOGS / f"ours-enqueue-{logging}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        done = subprocess.run(
-            [python, SCRIPT],
-            env=_env(cfg),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        with log_path.open("wb") as log_file:  # the job_enqueued lines
+            done = subprocess.run(
+                [python, SCRIPT],
+                env=_env(cfg),
+                cwd=REPO,
+                stdout=log_file,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=600,
+            )
         if done.returncode != 0:
             raise drains.WorkerFailed(f"enqueue benchmark failed: {tail(done.stderr)}")
         seconds = json.loads(result.read_text())
@@ -126,6 +187,7 @@ def _serving(
         "idle_wait": idle_wait,
         "counters": str(counters),
         "queues": [[name, urls[name], weight] for name, weight in QUEUES],
+        "logging": PRODUCTION,  # the idle figures are targets: as deployed
     }
     log_path = LOGS / f"{label}.log"
     log_path.unlink(missing_ok=True)

@@ -70,8 +70,8 @@ PEERS = (
     Peer(
         "sqs-job-worker",
         "sqs-job-worker",
-        ("sqs-job-worker", "boto3"),
-        ("sqs-job-worker", "boto3", "structlog"),
+        ("sqs-job-worker", "boto3", "orjson"),  # orjson: as our production logging
+        ("sqs-job-worker", "boto3", "structlog", "orjson"),
         1,
         True,
     ),
@@ -101,7 +101,13 @@ def install(peer: Peer) -> tuple[Path, dict[str, str]]:
 
 
 def run_drain(
-    peer: Peer, python: Path, server: Server, *, jobs: int, sleep_ms: int
+    peer: Peer,
+    python: Path,
+    server: Server,
+    *,
+    jobs: int,
+    sleep_ms: int,
+    logging: str = "production",
 ) -> drains.Drain:
     sqs = sqs_client(server.endpoint)
     name, url = new_queue(sqs, peer.key)
@@ -113,6 +119,7 @@ def run_drain(
         "jobs": jobs,
         "sleep_ms": sleep_ms,
         "counters": str(counters),
+        "logging": logging,  # sqs-job-worker's structlog set-up
     }
     env = {
         **os.environ,
@@ -146,7 +153,7 @@ def run_drain(
             jobs=jobs,
             timeout=drain_timeout(jobs, sleep_ms, peer.slots),
             self_stopping=peer.self_stopping,
-            label=f"{peer.key}-{sleep_ms}ms",
+            label=f"{peer.key}-{sleep_ms}ms-{logging}",
         )
     finally:
         drop_queue(sqs, url)

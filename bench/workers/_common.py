@@ -31,6 +31,48 @@ def quiet_structlog() -> None:
     )
 
 
+def production_structlog() -> str:
+    """structlog's fastest documented production set-up: JSON lines at INFO on stdout.
+
+    Returns the serializer used: ``orjson`` (rendering bytes for ``BytesLogger``)
+    when it is installed, else the standard ``json`` module (with ``WriteLogger``).
+    The same configuration is in bench/LOGGING.md, ready to copy.
+    """
+    import structlog
+
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,  # must be first: job fields
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.dict_tracebacks,
+    ]
+    try:
+        import orjson
+    except ImportError:
+        processors.append(structlog.processors.JSONRenderer())
+        factory: Any = structlog.WriteLoggerFactory()
+        serializer = "json"
+    else:
+        processors.append(structlog.processors.JSONRenderer(serializer=orjson.dumps))
+        factory = structlog.BytesLoggerFactory()
+        serializer = "orjson"
+    structlog.configure(
+        cache_logger_on_first_use=True,
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        processors=processors,
+        logger_factory=factory,
+    )
+    return serializer
+
+
+def configure_logging(cfg: dict[str, Any]) -> None:
+    """BENCH_CONFIG["logging"]: ``production`` (the default) or ``quiet``."""
+    if cfg.get("logging", "production") == "quiet":
+        quiet_structlog()
+    else:
+        production_structlog()
+
+
 class Counters:
     """The job handler: records its start and its end in files the driver watches."""
 

@@ -20,15 +20,15 @@ from typing import Any
 
 import boto3
 from _common import config
+from _common import configure_logging
 from _common import Counters
 from _common import FLAGS
-from _common import quiet_structlog
 from botocore.config import Config
 
 
 def main() -> None:
     cfg = config()
-    quiet_structlog()
+    configure_logging(cfg)
     from flask_sqs_jobs import JobWorker
     from flask_sqs_jobs import QueueGroup
 

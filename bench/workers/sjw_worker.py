@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import boto3
 from _common import config
+from _common import configure_logging
 from _common import Counters
-from _common import quiet_structlog
 from botocore.config import Config
 from sqs_job_worker import JobWorker
 from sqs_job_worker import QueueGroup
@@ -13,7 +13,7 @@ from sqs_job_worker import QueueGroup
 
 def main() -> None:
     cfg = config()
-    quiet_structlog()
+    configure_logging(cfg)
     sqs = boto3.client(
         "sqs", endpoint_url=cfg["endpoint"], config=Config(max_pool_connections=32)
     )
