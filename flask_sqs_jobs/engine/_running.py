@@ -178,7 +178,14 @@ class JobRunner:
         else:
             lease.abort = job.abort_requested
         if self._enter_job_context(ran):
-            ran.outcome, ran.exception = self._call(job, ran.delivery, handler)
+            try:
+                ran.outcome, ran.exception = self._call(job, ran.delivery, handler)
+            except BaseException as error:
+                # SystemExit or KeyboardInterrupt from the handler: the message
+                # is left for redelivery and the error goes on up.
+                self._heartbeat.drop(lease)
+                ran.scope.__exit__(type(error), error, error.__traceback__)
+                raise
         if lease.tracked and ran.outcome in (Outcome.SUCCESS, Outcome.DELETE):
             # Still extended while the delete waits and travels: it must not
             # outlive the visibility timeout and let the job run twice.

@@ -22,6 +22,7 @@ from tests.engine.helpers import poll_until
 from tests.engine.helpers import SpyClient
 from tests.engine.helpers import visibility_changes
 from tests.engine.helpers import WAIT
+from tests.engine.helpers import WorkerThread
 from tests.support import create_queue
 from tests.support import message_count
 from tests.support import stop_after
@@ -659,3 +660,29 @@ class TestDeferral:
         run_once(sqs, queue_url, {"report": succeed})
 
         assert only_event(logs, "job_finished")["outcome"] == "deferred"
+
+
+
+def test_a_handler_raising_system_exit_leaves_its_message_for_redelivery(
+    sqs: SQSClient, queue_url: str, logs: list[EventDict]
+) -> None:
+    """Neither deleted nor kept invisible: the running worker gets it again."""
+    receives: list[int] = []
+
+    def exit_first(payload: Payload) -> None:
+        receives.append(current_job.receive_count or 0)
+        if len(receives) == 1:
+            raise SystemExit(3)
+
+    one_queue_group(sqs, queue_url).enqueue("jobs", "exit", {})
+    group = one_queue_group(sqs, queue_url, visibility_timeout=1)
+    worker = JobWorker(group, {"exit": exit_first}, idle_wait_seconds=1)
+    thread = WorkerThread(worker)
+    try:
+        assert poll_until(lambda: len(receives) == 2)
+    finally:
+        worker.request_stop()
+        assert thread.join() == 0
+    assert receives == [1, 2]
+    assert only_event(logs, "job_thread_error")
+    assert [e["outcome"] for e in events(logs, "job_finished")] == ["success"]
