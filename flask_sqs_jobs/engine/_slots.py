@@ -21,6 +21,11 @@ from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
 
+#: Threads per slot. A thread whose job is settling (a delete's round trip) no
+#: longer holds its slot; at a high rate many jobs settle at once, and each
+#: waits for its delete, so the slots need more threads than one each.
+SETTLING_THREADS_PER_SLOT = 4
+
 
 class JobProcessing:
     """Both phases of one job, as a slot thread runs them."""
@@ -63,8 +68,9 @@ class JobProcessing:
 class SlotThreads:
     """Threads that take held messages while a slot is free (``concurrency > 1``).
 
-    There are twice as many threads as slots: a thread settling its job's
-    message no longer holds a slot, and another thread fills it meanwhile.
+    There are :data:`SETTLING_THREADS_PER_SLOT` threads per slot: a thread
+    settling its job's message no longer holds a slot, and another thread
+    fills it meanwhile.
     """
 
     def __init__(self, state: WorkerState, processing: JobProcessing) -> None:
@@ -74,7 +80,7 @@ class SlotThreads:
 
     def start(self) -> None:
         context = contextvars.copy_context()
-        for index in range(2 * self._state.concurrency):
+        for index in range(SETTLING_THREADS_PER_SLOT * self._state.concurrency):
             thread = threading.Thread(
                 target=context.copy().run,
                 args=(self._serve,),
