@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import collections
 import collections.abc as cabc
+import itertools
 import threading
+import time
 import typing as t
 
 from ._wire import MAX_BATCH_ENTRIES
 
 E = t.TypeVar("E")
+
+#: Batch requests slower than this on average are sent on several lanes at once.
+SLOW_REQUEST_SECONDS = 0.004
 
 #: Sends up to ten entries and returns, per entry, None or an error
 #: ``(code, message)``. A whole-request failure raises.
@@ -88,6 +93,42 @@ class GroupCommit(t.Generic[E]):
         except Exception as exc:
             error = (error_code(exc), str(exc))
             return [error] * len(batch)
+
+
+class ShardedGroupCommit(t.Generic[E]):
+    """Several :class:`GroupCommit` lanes, so batch requests travel in parallel.
+
+    One lane sends one request at a time; when a request's round trip is long
+    (an SQS endpoint in another zone, a slow network), one lane caps the rate
+    at ten entries per round trip. While requests take longer than
+    :data:`SLOW_REQUEST_SECONDS` on average, calling threads spread over every
+    lane (each thread keeps to its own); on a fast endpoint they all share the
+    first lane, whose batches then fill best.
+    """
+
+    def __init__(self, send_batch: SendBatch[E], lanes: int = 4) -> None:
+        self._send_batch = send_batch
+        self._lanes = [GroupCommit(self._timed_send) for _ in range(lanes)]
+        self._next = itertools.count()
+        self._mine = threading.local()
+        self._seconds = 0.0
+
+    def call(self, entry: E) -> tuple[str, str] | None:
+        """Send ``entry``; see :meth:`GroupCommit.call`."""
+        index: int | None = getattr(self._mine, "index", None)
+        if index is None:
+            index = self._mine.index = next(self._next)
+        if self._seconds < SLOW_REQUEST_SECONDS:
+            index = 0
+        return self._lanes[index % len(self._lanes)].call(entry)
+
+    def _timed_send(self, entries: list[E]) -> list[tuple[str, str] | None]:
+        started = time.monotonic()
+        try:
+            return self._send_batch(entries)
+        finally:
+            elapsed = time.monotonic() - started
+            self._seconds += 0.2 * (elapsed - self._seconds)
 
 
 def error_code(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ import structlog
 
 from ._exceptions import QueueNotFoundError
 from ._group_commit import error_code
-from ._group_commit import GroupCommit
+from ._group_commit import ShardedGroupCommit
 from ._wire import DEFAULT_MAX_MESSAGE_SIZE
 from ._wire import MAX_BATCH_ENTRIES
 from ._wire import MAX_VISIBILITY_TIMEOUT
@@ -98,8 +98,8 @@ class SqsQueue:
         self._attributes_failed_at = -ATTRIBUTES_RETRY_SECONDS
         self._lock = threading.RLock()
         self._dead_letter_url: str | None = None
-        self._deletes: GroupCommit[str] = GroupCommit(self._delete_batch)
-        self._visibility_changes: GroupCommit[tuple[str, int]] = GroupCommit(
+        self._deletes: ShardedGroupCommit[str] = ShardedGroupCommit(self._delete_batch)
+        self._visibility_changes = ShardedGroupCommit[tuple[str, int]](
             self._change_visibility_batch
         )
 

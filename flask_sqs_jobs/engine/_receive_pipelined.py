@@ -21,6 +21,13 @@ from ._worker_state import WorkerState
 
 #: Weight of the newest sample in the running averages of job and receive times.
 _SMOOTHING = 0.1
+#: The prefetch never exceeds this many messages per slot.
+MAX_PREFETCH_PER_SLOT = 3
+
+
+def max_receives_in_flight(concurrency: int) -> int:
+    """Short receives in flight at once for ``concurrency`` slots."""
+    return max(1, min(8, concurrency // 2))
 
 
 class PipelinedReceiving:
@@ -37,8 +44,7 @@ class PipelinedReceiving:
         self._state = state
         self._polling_order = polling_order
         self._idle_wait = idle_wait_seconds
-        concurrency = state.concurrency
-        self._max_fetches = max(1, min(4, concurrency // 4))
+        self._max_fetches = max_receives_in_flight(state.concurrency)
         self._receive_seconds: float | None = None
 
     def cycle(self) -> None:
@@ -81,9 +87,10 @@ class PipelinedReceiving:
         if job_seconds is None or self._receive_seconds is None:
             return 0
         slots = self._state.concurrency
+        most = MAX_PREFETCH_PER_SLOT * slots
         if job_seconds <= 0:
-            return slots
-        return min(slots, int(slots * self._receive_seconds / job_seconds))
+            return most
+        return min(most, int(slots * self._receive_seconds / job_seconds))
 
     def _start_receives(self) -> None:
         state = self._state

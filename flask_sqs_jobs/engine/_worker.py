@@ -28,6 +28,7 @@ from ._queue_group import QueueGroup
 from ._receive_health import MAX_RECEIVE_FAILURES
 from ._receive_health import ReceiveHealth
 from ._receive_in_order import InOrderReceiving
+from ._receive_pipelined import max_receives_in_flight
 from ._receive_pipelined import PipelinedReceiving
 from ._receiver import endpoint_of
 from ._receiver import Receiver
@@ -138,7 +139,7 @@ class JobWorker:
             self._heartbeat,
             state,
             self._hooks,
-            threads=len(self._names) + (max(1, min(4, concurrency // 4))),
+            threads=len(self._names) + max_receives_in_flight(concurrency),
         )
         self._in_order: InOrderReceiving | None = None
         self._pipelined: PipelinedReceiving | None = None

@@ -662,7 +662,6 @@ class TestDeferral:
         assert only_event(logs, "job_finished")["outcome"] == "deferred"
 
 
-
 def test_a_handler_raising_system_exit_leaves_its_message_for_redelivery(
     sqs: SQSClient, queue_url: str, logs: list[EventDict]
 ) -> None:
