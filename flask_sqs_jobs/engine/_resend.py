@@ -5,13 +5,31 @@ from __future__ import annotations
 import datetime as dt
 import typing as t
 
+import structlog
+
 from ._delivery import Delivery
 from ._job import JSONObject
+from ._untrusted import loggable_text
+from ._wire import CORRELATION_FIELDS_ATTRIBUTE
 from ._wire import DEAD_LETTER_ATTRIBUTE
 from ._wire import dump_json
 from ._wire import format_utc
 from ._wire import MAX_MESSAGE_ATTRIBUTES
 from ._wire import string_attribute
+
+log = structlog.get_logger(__name__)
+
+#: Attributes that only carry context from the producer (correlation fields
+#: and trace headers), in the order they are kept when some must go: the last
+#: one present is dropped first.
+PROPAGATION_ATTRIBUTES = (
+    CORRELATION_FIELDS_ATTRIBUTE,
+    "traceparent",
+    "tracestate",
+    "sentry-trace",
+    "baggage",
+    "newrelic",
+)
 
 
 def copy_attributes(attributes: object) -> dict[str, JSONObject]:
@@ -45,8 +63,7 @@ def dead_letter_params(
     }
     attributes = copy_attributes(delivery.attributes)
     attributes.pop(DEAD_LETTER_ATTRIBUTE, None)
-    while len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
-        attributes.pop(next(reversed(attributes)))
+    _make_room(attributes)
     attributes[DEAD_LETTER_ATTRIBUTE] = string_attribute(dump_json(reason))
     params: dict[str, t.Any] = {
         "MessageBody": delivery.body,
@@ -56,3 +73,26 @@ def dead_letter_params(
         params["MessageGroupId"] = delivery.group_id or "dead-letter"
         params["MessageDeduplicationId"] = delivery.message_id[:128]
     return params
+
+
+def _make_room(attributes: dict[str, JSONObject]) -> None:
+    """Drop attributes until the ``dead_letter`` one fits, saying which went.
+
+    Propagation attributes go first (trace headers, then
+    ``correlation_fields``), so the job's own attributes reach the dead-letter
+    queue; only when every attribute is the job's own does the last one go.
+    """
+    dropped: list[str] = []
+    propagation = [name for name in PROPAGATION_ATTRIBUTES if name in attributes]
+    while len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
+        name = propagation.pop() if propagation else next(reversed(attributes))
+        del attributes[name]
+        dropped.append(name)
+    if not dropped:
+        return
+    job_attributes = [name for name in dropped if name not in PROPAGATION_ATTRIBUTES]
+    log.warning(
+        "dead_letter_attributes_dropped",
+        dropped=[loggable_text(name, 256) for name in dropped],
+        job_attributes_dropped=bool(job_attributes),
+    )

@@ -31,6 +31,8 @@ from ._job import Job
 from ._middleware import compose_consume
 from ._middleware import JobMiddleware
 from ._outcome import Outcome
+from ._untrusted import loggable_text
+from ._untrusted import trim_correlation_fields
 from ._wire import decode_attributes
 from ._wire import decode_body
 from ._wire import DecodedBody
@@ -39,19 +41,70 @@ from ._wire import parse_run_at
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 
-#: Log keys the engine binds for every job; correlation fields never replace them.
+#: Log keys correlation fields never bind: the keys the engine binds for every
+#: job or puts on its own job lines, the keys structlog's processors and
+#: renderers act on, and the attributes of a stdlib ``LogRecord`` (which
+#: ``logging`` refuses to overwrite).
 RESERVED_LOG_KEYS = frozenset(
     {
+        # Bound for every job.
         "queue",
         "message_id",
         "receive_count",
         "job_type",
+        "job_id",
         "trace_id",
         "span_id",
+        # On job_started, job_finished and the engine's other job lines.
+        "group_id",
+        "queue_wait_ms",
+        "outcome",
+        "duration_ms",
+        "processing_outcome",
+        "error_type",
+        "error",
+        "reason",
+        "retry_in_seconds",
+        "visibility_error",
+        "ownership_lost",
+        "dead_letter_queue",
+        "run_at",
+        "new_message_id",
+        "dropped",
+        # Acted on by structlog's processors and renderers.
         "event",
         "level",
+        "log_level",
         "timestamp",
         "logger",
+        "logger_name",
+        "exception",
+        "exc_info",
+        "stack",
+        "stack_info",
+        "positional_args",
+        # Attributes of logging.LogRecord.
+        "name",
+        "msg",
+        "args",
+        "levelname",
+        "levelno",
+        "pathname",
+        "filename",
+        "module",
+        "exc_text",
+        "lineno",
+        "funcName",
+        "created",
+        "msecs",
+        "relativeCreated",
+        "thread",
+        "threadName",
+        "processName",
+        "process",
+        "taskName",
+        "message",
+        "asctime",
     }
 )
 
@@ -125,7 +178,7 @@ class JobRunner:
         decoded = decode_body(delivery.body)
         if isinstance(decoded, str):
             return Ran(delivery, Kind.MALFORMED, scope, reason=decoded)
-        structlog.contextvars.bind_contextvars(job_type=decoded.job_type)
+        structlog.contextvars.bind_contextvars(job_type=loggable_text(decoded.job_type))
         handler = self.handlers.get(decoded.job_type)
         if handler is None:
             return Ran(delivery, Kind.UNKNOWN, scope)
@@ -140,13 +193,10 @@ class JobRunner:
     def _job(self, delivery: Delivery, decoded: DecodedBody) -> Job:
         correlation_fields, trace_headers = decode_attributes(delivery.attributes)
         if correlation_fields:
-            structlog.contextvars.bind_contextvars(
-                **{
-                    k: v
-                    for k, v in correlation_fields.items()
-                    if k not in RESERVED_LOG_KEYS
-                }
-            )
+            trimmed = trim_correlation_fields(correlation_fields, RESERVED_LOG_KEYS)
+            structlog.contextvars.bind_contextvars(**trimmed.fields)
+            if trimmed.changed:
+                log.warning("correlation_fields_trimmed", **trimmed.counts())
         return Job(
             job_type=decoded.job_type,
             payload=decoded.payload,
@@ -229,7 +279,7 @@ def _due_time(decoded: DecodedBody, delivery: Delivery) -> dt.datetime | None:
         return None
     run_at = parse_run_at(decoded.run_at)
     if run_at is None:
-        log.warning("run_at_invalid", run_at=decoded.run_at[:64])
+        log.warning("run_at_invalid", run_at=loggable_text(decoded.run_at, 64))
         return None
     if (run_at - dt.datetime.now(dt.UTC)).total_seconds() <= 1:
         return None
