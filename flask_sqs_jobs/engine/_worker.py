@@ -35,6 +35,7 @@ from ._receiver import Receiver
 from ._release import release_leases
 from ._running import JobRunner
 from ._settling import Settler
+from ._shutdown import Shutdown
 from ._slots import CycleThread
 from ._slots import JobProcessing
 from ._slots import SlotThreads
@@ -42,9 +43,6 @@ from ._wire import MAX_WAIT_SECONDS
 from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
-
-#: After the shutdown deadline, how long aborted handlers may take to return.
-ABORT_GRACE_SECONDS = 2.0
 
 EXIT_OK = 0
 EXIT_RECEIVE_FAILURES = 1
@@ -158,6 +156,13 @@ class JobWorker:
             )
             self._cycle_thread = CycleThread(state, processing)
             self._poll = compose_poll(queues.middleware, self._cycle_in_order)
+        self._shutdown = Shutdown(
+            state,
+            self._heartbeat,
+            self._receiver,
+            [t for t in (self._slot_threads, self._cycle_thread) if t is not None],
+            shutdown_timeout,
+        )
 
     # -- public API --
 
@@ -255,7 +260,7 @@ class JobWorker:
                     )
                     break
         finally:
-            self._shutdown()
+            self._shutdown.run()
         log.info("worker_stopped", reason=reason, exit_status=status)
         call_hook("worker_stopped", self._hooks.worker_stopped, reason)
         return status
@@ -272,79 +277,6 @@ class JobWorker:
                 self._state.hold(delivery.queue_name, [delivery])
                 return
         self._cycle_thread.run(delivery)
-
-    # -- shutdown --
-
-    def _shutdown(self) -> None:
-        state = self._state
-        state.request_stop()
-        released = self._release_held()
-        abandoned = not self._wait_for_running_jobs()
-        if abandoned:
-            released += self._abandon_running_jobs()
-        with state.lock:
-            while state.long_polling or state.fetching:
-                state.changed.wait()
-        released += self._release_held()
-        self._receiver.shutdown()
-        if released:
-            log.info("messages_released", count=released)
-        with state.lock:
-            state.changed.notify_all()
-            state.work_ready.notify_all()
-        if not abandoned:
-            if self._slot_threads is not None:
-                self._slot_threads.join()
-            if self._cycle_thread is not None:
-                self._cycle_thread.join()
-        self._heartbeat.stop()
-
-    def _wait_for_running_jobs(self) -> bool:
-        """Wait for running jobs (up to the shutdown timeout); True if all finished."""
-        timeout = self._shutdown_timeout
-        deadline = None if timeout is None else time.monotonic() + timeout
-        state = self._state
-        with state.lock:
-            while state.active:
-                if deadline is None:
-                    state.changed.wait()
-                    continue
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                state.changed.wait(remaining)
-        return True
-
-    def _abandon_running_jobs(self) -> int:
-        """Past the shutdown deadline: abort running jobs and release their messages."""
-        state = self._state
-        with state.lock:
-            # Only jobs whose handler still runs: a job that is settling its
-            # message already decided what happens to it.
-            deliveries = list(state.in_handler)
-        log.warning(
-            "shutdown_timeout_reached",
-            timeout_seconds=self._shutdown_timeout,
-            abandoned=len(deliveries),
-        )
-        for delivery in deliveries:
-            self._heartbeat.abandon(delivery.lease, "shutdown_timeout")
-        released = release_leases([d.lease for d in deliveries], even_failed=True)
-        # Handlers that watch abort_requested get a moment to return, so their
-        # job_finished (heartbeat_failed: the message is no longer theirs) is
-        # logged before the process exits.
-        deadline = time.monotonic() + ABORT_GRACE_SECONDS
-        with state.lock:
-            while state.active and (remaining := deadline - time.monotonic()) > 0:
-                state.changed.wait(remaining)
-        return released
-
-    def _release_held(self) -> int:
-        with self._state.lock:
-            deliveries = self._state.drain_held()
-        for delivery in deliveries:
-            self._heartbeat.drop(delivery.lease)
-        return release_leases([d.lease for d in deliveries])
 
 
 def _check_arguments(
