@@ -47,22 +47,29 @@ class GroupCommit(t.Generic[E]):
         self._send_batch = send_batch
         self._lock = threading.Lock()
         self._waiting: collections.deque[_Pending[E]] = collections.deque()
+        self._arrived = threading.Condition(self._lock)
         self._sending = False
 
-    def call(self, entry: E) -> tuple[str, str] | None:
-        """Send ``entry``; return None on success or the ``(code, message)`` error."""
+    def call(self, entry: E, linger: float = 0.0) -> tuple[str, str] | None:
+        """Send ``entry``; return None on success or the ``(code, message)`` error.
+
+        :param linger: when this call leads, how long it may wait for more
+            entries before sending a batch that is not full (seconds).
+        """
         me = _Pending(entry)
         with self._lock:
             self._waiting.append(me)
             lead = not self._sending
             self._sending = True
+            if len(self._waiting) >= MAX_BATCH_ENTRIES:
+                self._arrived.notify()
         if not lead:
             me.wake.acquire()
             if me.done:
                 return me.error
         try:
             while not me.done:
-                self._send_next_batch(me)
+                self._send_next_batch(me, linger)
         finally:
             with self._lock:
                 if not me.done:  # interrupted before our own entry went out
@@ -73,8 +80,12 @@ class GroupCommit(t.Generic[E]):
                     self._sending = False
         return me.error
 
-    def _send_next_batch(self, me: _Pending[E]) -> None:
+    def _send_next_batch(self, me: _Pending[E], linger: float) -> None:
         with self._lock:
+            if linger > 0 and len(self._waiting) < MAX_BATCH_ENTRIES:
+                self._arrived.wait_for(
+                    lambda: len(self._waiting) >= MAX_BATCH_ENTRIES, linger
+                )
             count = min(MAX_BATCH_ENTRIES, len(self._waiting))
             batch = [self._waiting.popleft() for _ in range(count)]
         results: list[tuple[str, str] | None] = [("Interrupted", "not sent")] * count
@@ -113,14 +124,14 @@ class ShardedGroupCommit(t.Generic[E]):
         self._mine = threading.local()
         self._seconds = 0.0
 
-    def call(self, entry: E) -> tuple[str, str] | None:
+    def call(self, entry: E, linger: float = 0.0) -> tuple[str, str] | None:
         """Send ``entry``; see :meth:`GroupCommit.call`."""
         index: int | None = getattr(self._mine, "index", None)
         if index is None:
             index = self._mine.index = next(self._next)
         if self._seconds < SLOW_REQUEST_SECONDS:
             index = 0
-        return self._lanes[index % len(self._lanes)].call(entry)
+        return self._lanes[index % len(self._lanes)].call(entry, linger)
 
     def _timed_send(self, entries: list[E]) -> list[tuple[str, str] | None]:
         started = time.monotonic()

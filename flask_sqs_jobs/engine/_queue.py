@@ -306,9 +306,12 @@ class SqsQueue:
             params["VisibilityTimeout"] = self.visibility_timeout
         return self.client.receive_message(**params).get("Messages", [])
 
-    def delete(self, receipt_handle: str) -> CallError:
-        """Delete a message; concurrent calls share DeleteMessageBatch requests."""
-        return self._deletes.call(receipt_handle)
+    def delete(self, receipt_handle: str, *, linger: float = 0.0) -> CallError:
+        """Delete a message; concurrent calls share DeleteMessageBatch requests.
+
+        :param linger: how long a delete may wait for others to fill a batch.
+        """
+        return self._deletes.call(receipt_handle, linger)
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> CallError:
         """Set a message's visibility timeout; concurrent calls are batched."""

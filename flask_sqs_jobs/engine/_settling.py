@@ -60,7 +60,10 @@ class Settler:
         heartbeat: Heartbeat,
         hooks: Hooks,
         known_job_types: t.Callable[[], list[str]],
+        *,
+        delete_linger: float = 0.0,
     ) -> None:
+        self._delete_linger = delete_linger
         self._heartbeat = heartbeat
         self._hooks = hooks
         self._known_job_types = known_job_types
@@ -162,7 +165,9 @@ class Settler:
         return result
 
     def _delete(self, delivery: Delivery, result: Settled) -> Settled:
-        error = delivery.queue.delete(delivery.receipt_handle)
+        error = delivery.queue.delete(
+            delivery.receipt_handle, linger=self._delete_linger
+        )
         if error is None:
             return result
         result.fields.update(

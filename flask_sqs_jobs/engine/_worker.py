@@ -44,6 +44,11 @@ from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
 
+#: With several slots, how long a job's delete may wait for others to share
+#: its DeleteMessageBatch request. The slot is already free by then, so the
+#: wait costs no throughput, only requests.
+DELETE_LINGER_SECONDS = 0.01
+
 EXIT_OK = 0
 EXIT_RECEIVE_FAILURES = 1
 
@@ -127,7 +132,12 @@ class JobWorker:
         self.stop_event = state.stop_event
         processing = JobProcessing(
             JobRunner(self._handlers, queues.middleware, self._heartbeat, self._hooks),
-            Settler(self._heartbeat, self._hooks, lambda: sorted(self._handlers)),
+            Settler(
+                self._heartbeat,
+                self._hooks,
+                lambda: sorted(self._handlers),
+                delete_linger=DELETE_LINGER_SECONDS if concurrency > 1 else 0.0,
+            ),
             self._heartbeat,
             state,
         )
