@@ -4,7 +4,8 @@
 its polling loop keeps completing receives (empty or not) or is busy on a job,
 so a long job never fails the check and a worker stuck failing its receives
 does. ``/status`` adds the details as JSON, including queues that keep
-failing while the others are served.
+failing while the others are served, with each error's class and AWS error
+code but never its message (which may name the account).
 
 The server (:mod:`._probe_http`) bounds what any client can hold: its
 connections, the time to send a request and to read the answer, the size of a
@@ -15,6 +16,7 @@ worker needs for its SQS calls.
 from __future__ import annotations
 
 import json
+import re
 import time
 import typing as t
 
@@ -100,7 +102,7 @@ class HealthServer:
             "queues": {
                 name: {
                     "consecutive_receive_failures": count,
-                    "last_error": errors.get(name),
+                    "last_error": public_error(errors.get(name)),
                 }
                 for name, count in failures.items()
             },
@@ -122,6 +124,21 @@ class HealthServer:
         return Reply(404, b"not found\n")
 
 
+def public_error(error: str | None) -> str | None:
+    """``error`` (``"<class>: <message>"``) without its message, which may name
+    the account (an AccessDenied names the caller's ARN): the class and, for
+    an answer from AWS, its error code, e.g. ``"ClientError: AccessDenied"``.
+    """
+    if error is None:
+        return None
+    kind, _, message = error.partition(": ")
+    if not kind.isidentifier():
+        return "Error"
+    code = _AWS_ERROR_CODE.match(message)
+    return f"{kind}: {code.group(1)}" if code else kind
+
+
+_AWS_ERROR_CODE = re.compile(r"An error occurred \(([A-Za-z0-9._-]{1,100})\)")
 _NO_METRICS = (
     b'metrics need the "metrics" extra: pip install "flask-sqs-jobs[metrics]"\n'
 )

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
+import json
 import socket
 import time
 import typing as t
 
 import pytest
+from botocore.exceptions import ClientError
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs.engine import _probe_http
 from flask_sqs_jobs.engine import HealthServer
+from flask_sqs_jobs.engine._health import public_error
 
 from tests.engine.helpers import one_queue_group
+from tests.engine.helpers import poll_until
+from tests.engine.helpers import SpyClient
+from tests.engine.helpers import WorkerThread
 from tests.probe_clients import closed_by_peer
 from tests.probe_clients import Crowd
 from tests.probe_clients import get
@@ -24,6 +30,12 @@ from tests.probe_clients import request
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
+
+ACCOUNT = "123456789012"
+DENIED = (
+    f"User: arn:aws:iam::{ACCOUNT}:user/deployer is not authorized to perform:"
+    f" sqs:receivemessage on resource: arn:aws:sqs:us-east-1:{ACCOUNT}:jobs"
+)
 
 
 @pytest.fixture
@@ -127,3 +139,65 @@ def test_a_probe_is_answered_at_once_however_many_slow_clients_there_are(
 
     assert {(status, body) for status, body, _ in answers} == {(200, b"ok")}
     assert max(took for _, _, took in answers) < PROBE_DEADLINE
+
+
+def test_status_names_the_error_code_but_not_the_account(
+    sqs: SQSClient, queue_url: str
+) -> None:
+    spy = SpyClient(sqs)
+
+    def deny(_kwargs: dict[str, t.Any]) -> None:
+        raise ClientError(
+            {"Error": {"Code": "AccessDenied", "Message": DENIED}}, "ReceiveMessage"
+        )
+
+    spy.before["receive_message"] = deny
+    worker = JobWorker(one_queue_group(spy.client, queue_url), {}, None, 1)
+    health = HealthServer(worker)
+    health.start()
+    running = WorkerThread(worker)
+    try:
+
+        def failed() -> bool:
+            return bool(worker.queue_failures()["jobs"])
+
+        assert poll_until(failed)
+        status, _, body = get(health.port, "/status")
+    finally:
+        worker.request_stop()
+        running.join()
+        health.stop()
+
+    assert status == 200  # failing for less than the max age
+    report = json.loads(body)
+    assert report["queues"]["jobs"]["last_error"] == "ClientError: AccessDenied"
+    assert ACCOUNT not in body.decode()
+    assert "arn:" not in body.decode()
+    # The worker's own view keeps the text, for its logs.
+    assert ACCOUNT in worker.queue_errors()["jobs"]
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        (None, None),
+        (
+            "ClientError: An error occurred (AWS.SimpleQueueService.NonExistentQueue)"
+            " when calling the ReceiveMessage operation: The specified queue does"
+            f" not exist for this wsdl version. arn:aws:sqs:us-east-1:{ACCOUNT}:q",
+            "ClientError: AWS.SimpleQueueService.NonExistentQueue",
+        ),
+        (
+            "EndpointConnectionError: Could not connect to the endpoint URL:"
+            f' "https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/jobs"',
+            "EndpointConnectionError",
+        ),
+        (f"ValueError: {ACCOUNT}", "ValueError"),
+        (f"not a class: {ACCOUNT}", "Error"),
+        ("ClientError: An error occurred (arn:aws:iam::1:x)", "ClientError"),
+    ],
+)
+def test_public_error_keeps_only_the_class_and_aws_code(
+    error: str | None, shown: str | None
+) -> None:
+    assert public_error(error) == shown
