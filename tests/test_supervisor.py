@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.probe_clients import Crowd
 from tests.probe_clients import get
 from tests.probe_clients import PROBE_DEADLINE
+from tests.probe_clients import read_until_closed
 from tests.probe_clients import request
 
 T = t.TypeVar("T")
@@ -194,3 +195,20 @@ def timed(call: t.Callable[[], T]) -> tuple[T, float]:
 def get_slowly(port: int, path: str) -> int:
     raw = f"GET {path} HTTP/1.1\r\n\r\n".encode()
     return request(port, raw, timeout=10)[0]
+
+
+def test_a_scrape_that_half_closes_after_its_request_gets_the_answer(
+    health: t.Callable[..., SupervisorHealth],
+) -> None:
+    server = health(answered(0, 10, HEALTHY))
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+            sock.shutdown(socket.SHUT_WR)
+            answer = read_until_closed(sock, PROBE_DEADLINE)
+    finally:
+        server.stop()
+
+    assert answer is not None
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")

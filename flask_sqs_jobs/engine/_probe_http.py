@@ -1,21 +1,14 @@
 """A small HTTP server for health probes that no client can starve.
 
 One thread runs one :mod:`selectors` loop over every connection, so an idle,
-slow or never-reading client costs a socket and a few bytes, never a thread.
-The limits keep the process's file descriptors for its real work (its SQS
-calls):
-
-- at most :data:`MAX_CONNECTIONS` open connections; a new one beyond that
-  closes the oldest connection still sending its request or taking its answer,
-  so a fresh probe always gets through;
-- the whole request head within :data:`REQUEST_TIMEOUT` seconds of connecting
-  (not per byte) and within :data:`MAX_REQUEST_BYTES` bytes (else ``431``);
-- ``GET`` and ``HEAD`` only (else ``405``), one request per connection, every
-  answer with ``Connection: close``;
-- the answer written within :data:`WRITE_TIMEOUT` seconds.
+slow or never-reading client costs a socket, never a thread, and the limits
+below keep the process's file descriptors for its SQS calls. A new connection
+beyond :data:`MAX_CONNECTIONS` closes the oldest one not being handled, so a
+fresh probe always gets through. One ``GET`` or ``HEAD`` per connection, every
+answer with ``Connection: close``.
 
 Handlers run in the loop's thread and must be quick, except for the paths
-given as ``offload``: those run on their own threads, at most
+given as ``offload``: those run on threads of their own, at most
 :data:`MAX_OFFLOADED` at a time (beyond that: ``503``).
 """
 
@@ -42,9 +35,9 @@ MAX_REQUEST_BYTES = 8192
 MAX_OFFLOADED = 4
 #: Seconds to wait, after answering, for the client to close first.
 _LINGER = 1.0
-#: Connections accepted per round of the loop, so that the connections already
-#: accepted are read between bursts of new ones.
-_ACCEPTS_PER_ROUND = MAX_CONNECTIONS // 2
+#: Connections accepted per round of the loop, after the connections already
+#: accepted were read: a probe is read before a burst can push it out.
+_ACCEPTS_PER_ROUND = MAX_CONNECTIONS // 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,13 +58,14 @@ _LISTENER, _WAKE = object(), object()
 
 
 class _Connection:
-    __slots__ = ("deadline", "out", "received", "sock", "state")
+    __slots__ = ("deadline", "head", "out", "received", "sock", "state")
 
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         self.sock = sock
         self.deadline = deadline
         self.state = _READING
         self.received = b""
+        self.head = False
         self.out = memoryview(b"")
 
 
@@ -133,9 +127,10 @@ class ProbeServer:
 
     def _serve(self) -> None:
         while not self._stopping.is_set():
+            accept = False
             for key, events in self._selector.select(self._timeout()):
                 if key.data is _LISTENER:
-                    self._accept()
+                    accept = True
                 elif key.data is _WAKE:
                     self._finish_offloaded()
                 elif key.data not in self._connections:
@@ -144,6 +139,8 @@ class ProbeServer:
                     self._write(key.data)
                 else:
                     self._read(key.data)
+            if accept:
+                self._accept()
             self._expire(time.monotonic())
 
     def _timeout(self) -> float:
@@ -189,7 +186,10 @@ class ProbeServer:
             return
         except OSError:
             data = b""
-        if not data:
+        if not data and connection.state == _HANDLING:
+            # Half-closed after its request: answer all the same.
+            self._selector.unregister(connection.sock)
+        elif not data:
             self._close(connection)
         elif connection.state == _READING:
             connection.received += data
@@ -217,18 +217,17 @@ class ProbeServer:
             self._reply(connection, _error(400, "bad request target"))
             return
         path = target.split("?", 1)[0]
-        head = method == "HEAD"
+        connection.head = method == "HEAD"
         if path not in self._offload:
-            self._reply(connection, self._handle(path), head=head)
+            self._reply(connection, self._handle(path))
             return
         with self._lock:
             busy = self._offloaded >= MAX_OFFLOADED
             self._offloaded += not busy
         if busy:
-            self._reply(connection, _error(503, "busy, try again"), head=head)
+            self._reply(connection, _error(503, "busy, try again"))
             return
         connection.state = _HANDLING
-        connection.received = b"HEAD" if head else b""
         threading.Thread(
             target=self._handle_offloaded, args=(connection, path), daemon=True
         ).start()
@@ -254,9 +253,9 @@ class ProbeServer:
             done, self._done = self._done, []
         for connection, reply in done:
             if connection in self._connections:
-                self._reply(connection, reply, head=connection.received == b"HEAD")
+                self._reply(connection, reply)
 
-    def _reply(self, connection: _Connection, reply: Reply, head: bool = False) -> None:
+    def _reply(self, connection: _Connection, reply: Reply) -> None:
         phrase = http.HTTPStatus(reply.status).phrase
         lines = [
             f"HTTP/1.1 {reply.status} {phrase}",
@@ -266,10 +265,13 @@ class ProbeServer:
             *(f"{name}: {value}" for name, value in reply.headers),
         ]
         data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        connection.out = memoryview(data if head else data + reply.body)
+        connection.out = memoryview(data if connection.head else data + reply.body)
         connection.state = _WRITING
         connection.deadline = time.monotonic() + WRITE_TIMEOUT
-        self._selector.modify(connection.sock, selectors.EVENT_WRITE, connection)
+        try:
+            self._selector.modify(connection.sock, selectors.EVENT_WRITE, connection)
+        except KeyError:  # half-closed while handled
+            self._selector.register(connection.sock, selectors.EVENT_WRITE, connection)
         self._write(connection)
 
     def _write(self, connection: _Connection) -> None:

@@ -201,3 +201,16 @@ def test_public_error_keeps_only_the_class_and_aws_code(
     error: str | None, shown: str | None
 ) -> None:
     assert public_error(error) == shown
+
+
+def test_a_client_that_half_closes_after_its_request_gets_the_answer(
+    server: HealthServer,
+) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\n\r\n")
+        sock.shutdown(socket.SHUT_WR)
+        answer = read_until_closed(sock, PROBE_DEADLINE)
+
+    assert answer is not None
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert answer.endswith(b"\r\n\r\nok")
