@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import typing as t
@@ -388,9 +389,12 @@ def check_queue_options(
     retry_backoff_seconds: object = None,
 ) -> None:
     """Raise ``ValueError`` naming the first invalid per-queue option."""
-    if not _is_number(max_runtime_seconds) or t.cast(float, max_runtime_seconds) <= 0:
+    if (
+        not is_finite_number(max_runtime_seconds)
+        or t.cast(float, max_runtime_seconds) <= 0
+    ):
         raise ValueError(
-            "max_runtime_seconds must be a positive number of seconds;"
+            "max_runtime_seconds must be a positive, finite number of seconds;"
             f" got {max_runtime_seconds!r}"
         )
     if visibility_timeout is not None and (
@@ -404,14 +408,25 @@ def check_queue_options(
             f" got {visibility_timeout!r}"
         )
     if retry_backoff_seconds is not None and (
-        not _is_number(retry_backoff_seconds)
+        not is_finite_number(retry_backoff_seconds)
         or t.cast(float, retry_backoff_seconds) <= 0
     ):
         raise ValueError(
-            "retry_backoff_seconds must be a positive number, or None (off);"
+            "retry_backoff_seconds must be a positive, finite number, or None (off);"
             f" got {retry_backoff_seconds!r}"
         )
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def is_finite_number(value: object) -> bool:
+    """Whether ``value`` is an int or float (not a bool) that is a finite float.
+
+    NaN compares false with everything, so it would slip past every range
+    check (a NaN runtime limit never fires); infinities and ints too large for
+    a float overflow the arithmetic done with them.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
