@@ -131,6 +131,8 @@ class ShardedGroupCommit(t.Generic[E]):
             index = self._mine.index = next(self._next)
         if self._seconds < SLOW_REQUEST_SECONDS:
             index = 0
+        else:
+            linger = 0.0  # slow requests fill their batches while in flight
         return self._lanes[index % len(self._lanes)].call(entry, linger)
 
     def _timed_send(self, entries: list[E]) -> list[tuple[str, str] | None]:
