@@ -15,7 +15,7 @@ from ._batch_calls import change_visibility_batch
 from ._batch_calls import delete_batch
 from ._exceptions import QueueNotFoundError
 from ._group_commit import error_code
-from ._group_commit import ShardedGroupCommit
+from ._group_commit import GroupCommit
 from ._queue_options import check_queue_options as check_queue_options
 from ._queue_options import is_finite_number as is_finite_number
 from ._wire import DEFAULT_MAX_MESSAGE_SIZE
@@ -43,6 +43,10 @@ _ATTRIBUTE_NAMES: list[t.Any] = [
     "ContentBasedDeduplication",
     "RedrivePolicy",
 ]
+
+#: Batch requests of one kind (deletes, visibility changes) in flight at once
+#: per queue; a further one starts only when a full batch waits.
+MAX_REQUESTS_IN_FLIGHT = 8
 
 #: After a failed read of a queue's attributes, how long the defaults are used
 #: before reading again.
@@ -99,9 +103,11 @@ class SqsQueue:
         self._attributes_failed_at = -ATTRIBUTES_RETRY_SECONDS
         self._lock = threading.RLock()
         self._dead_letter_url: str | None = None
-        self._deletes: ShardedGroupCommit[str] = ShardedGroupCommit(self._delete_batch)
-        self._visibility_changes = ShardedGroupCommit[tuple[str, int]](
-            self._change_visibility_batch
+        self._deletes: GroupCommit[str] = GroupCommit(
+            self._delete_batch, max_in_flight=MAX_REQUESTS_IN_FLIGHT
+        )
+        self._visibility_changes = GroupCommit[tuple[str, int]](
+            self._change_visibility_batch, max_in_flight=MAX_REQUESTS_IN_FLIGHT
         )
 
     @classmethod

@@ -91,9 +91,9 @@ class PipelinedReceiving:
         return self.room() >= self._next_fetch_size()
 
     def _prefetch(self) -> int:
-        """Messages to hold beyond the free slots: at least what the slots finish
-        within one receive's round trip (so no slot waits for a receive), and
-        enough for receives to come in batches.
+        """Messages to hold beyond the free slots: a batch, so receives come in
+        batches, plus what the slots finish within a receive's round trip, so
+        no slot waits for the next batch.
 
         None while a slot frees less often than every :data:`MAX_PREFETCH_WAIT`
         seconds: a message held for a slow job would wait too long.
@@ -108,8 +108,9 @@ class PipelinedReceiving:
         batch = min(MAX_BATCH_ENTRIES, slots)
         if job_seconds <= 0:
             return most
-        covering = math.ceil(slots * self._receive_seconds / job_seconds)
-        return min(most, max(batch, covering))
+        # Twice what the slots finish in a round trip: receives vary.
+        covering = math.ceil(2 * slots * self._receive_seconds / job_seconds)
+        return min(most, batch + covering)
 
     def _start_receives(self) -> None:
         state = self._state
