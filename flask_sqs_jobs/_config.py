@@ -100,6 +100,11 @@ def _queues(value: object) -> dict[str, dict[str, t.Any]]:
                 f"{key} is a string that is not JSON: {value!r}. Set a dict, or JSON"
                 ' such as \'{"default": {"name": "my-app-jobs"}}\''
             ) from None
+        except RecursionError:
+            raise ValueError(
+                f"{key} is JSON nested too deeply to read; set a dict of logical"
+                ' queue name -> definition, e.g. {"default": {"name": "my-app-jobs"}}'
+            ) from None
     if not isinstance(value, cabc.Mapping):
         raise TypeError(
             f"{key} must be a dict of logical queue name -> definition;"

@@ -24,6 +24,7 @@ import structlog
 
 from ._probe_http import ProbeServer
 from ._probe_http import Reply
+from ._queue_options import is_finite_number
 from ._worker import JobWorker
 
 if t.TYPE_CHECKING:
@@ -56,6 +57,10 @@ class HealthServer:
         metrics: PrometheusMetrics | None = None,
     ) -> None:
         self.worker = worker
+        if not is_finite_number(max_age) or max_age <= 0:
+            raise ValueError(
+                f"max_age must be a positive, finite number of seconds; got {max_age!r}"
+            )
         self.max_age = max_age
         self.metrics = metrics
         self._started = time.monotonic()

@@ -13,6 +13,7 @@ import collections.abc as cabc
 import contextvars
 import threading
 import time
+import typing as t
 
 import structlog
 
@@ -25,6 +26,7 @@ from ._hooks import MultiHooks
 from ._isolation import call_hook
 from ._middleware import compose_poll
 from ._queue_group import QueueGroup
+from ._queue_options import is_finite_number
 from ._receive_health import MAX_RECEIVE_FAILURES
 from ._receive_health import ReceiveHealth
 from ._receive_in_order import InOrderReceiving
@@ -313,11 +315,9 @@ def _check_arguments(
     ):
         raise ValueError(f"concurrency must be an int >= 1; got {concurrency!r}")
     if shutdown_timeout is not None and (
-        isinstance(shutdown_timeout, bool)
-        or not isinstance(shutdown_timeout, int | float)
-        or shutdown_timeout < 0
+        not is_finite_number(shutdown_timeout) or t.cast(float, shutdown_timeout) < 0
     ):
         raise ValueError(
-            "shutdown_timeout must be a number of seconds >= 0, or None to wait"
-            f" for running jobs; got {shutdown_timeout!r}"
+            "shutdown_timeout must be a finite number of seconds >= 0, or None to"
+            f" wait for running jobs; got {shutdown_timeout!r}"
         )
