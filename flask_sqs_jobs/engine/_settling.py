@@ -80,8 +80,7 @@ class Settler:
     def _settle(self, ran: Ran) -> Outcome | None:
         delivery = ran.delivery
         if ran.kind is Kind.MALFORMED:
-            self._discard_malformed(delivery, ran.reason)
-            if ran.pointer is not None:
+            if self._discard_malformed(delivery, ran.reason):
                 after_delete(delivery.queue, ran.pointer)
             return None
         if ran.kind is Kind.UNFETCHED:
@@ -100,7 +99,8 @@ class Settler:
 
     # -- messages that are not runnable jobs --
 
-    def _discard_malformed(self, delivery: Delivery, reason: str) -> None:
+    def _discard_malformed(self, delivery: Delivery, reason: str) -> bool:
+        """Delete a message that is not a job; return whether it was deleted."""
         self._heartbeat.drop(delivery.lease)
         error = delivery.queue.delete(delivery.receipt_handle)
         body = delivery.body
@@ -114,6 +114,7 @@ class Settler:
             else None,
             error=describe(error),
         )
+        return error is None
 
     def _hide_unknown(self, delivery: Delivery) -> None:
         self._heartbeat.drop(delivery.lease)

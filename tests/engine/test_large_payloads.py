@@ -364,3 +364,22 @@ def test_bad_options_name_the_option(
 ) -> None:
     with pytest.raises(error, match=match):
         LargePayloads(object(), **options)
+
+
+def test_an_offloaded_body_that_is_not_a_job_is_deleted_with_its_object(
+    sqs: SQSClient, queue_url: str, s3: t.Any, logs: list[EventDict]
+) -> None:
+    s3.put_object(Bucket=BUCKET, Key="sqs-jobs/junk", Body=b"not json")
+    sqs.send_message(
+        QueueUrl=queue_url,
+        MessageBody=json.dumps(
+            [POINTER_CLASS, {"s3BucketName": BUCKET, "s3Key": "sqs-jobs/junk"}]
+        ),
+        MessageAttributes={
+            "ExtendedPayloadSize": {"DataType": "Number", "StringValue": "8"}
+        },
+    )
+    run(group_of(sqs, queue_url, s3), {"big": lambda p: None})
+    assert only_event(logs, "malformed_message_deleted")["reason"] == "body is not JSON"
+    assert message_count(sqs, queue_url) == 0
+    assert keys(s3) == []
