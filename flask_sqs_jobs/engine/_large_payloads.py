@@ -40,6 +40,8 @@ SIZE_ATTRIBUTE = "ExtendedPayloadSize"
 LEGACY_SIZE_ATTRIBUTE = "SQSLargePayloadSize"
 _POINTER_CLASSES = frozenset({POINTER_CLASS, LEGACY_POINTER_CLASS})
 _SIZE_ATTRIBUTES = (SIZE_ATTRIBUTE, LEGACY_SIZE_ATTRIBUTE)
+#: The attributes that mark a message as a pointer: a re-send never drops them.
+POINTER_ATTRIBUTES = frozenset(_SIZE_ATTRIBUTES)
 #: A pointer body is small; anything longer is not one.
 _MAX_POINTER_BODY = 4096
 #: S3 error codes meaning the object is gone.

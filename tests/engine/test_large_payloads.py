@@ -383,3 +383,24 @@ def test_an_offloaded_body_that_is_not_a_job_is_deleted_with_its_object(
     assert only_event(logs, "malformed_message_deleted")["reason"] == "body is not JSON"
     assert message_count(sqs, queue_url) == 0
     assert keys(s3) == []
+
+
+def test_a_dead_letter_with_ten_attributes_keeps_the_pointer_marker(
+    sqs: SQSClient, s3: t.Any
+) -> None:
+    dlq = create_queue(sqs, "full-dlq")
+    url = create_queue(sqs, "full-jobs", dead_letter_url=dlq, max_receive_count=1)
+    attributes: t.Any = {
+        f"a{i}": {"DataType": "String", "StringValue": "v"} for i in range(9)
+    }
+    group = group_of(sqs, url, s3)
+    group.enqueue("jobs", "big", BIG, message_attributes=attributes)
+
+    def fail(payload: Payload) -> None:
+        raise RuntimeError("boom")
+
+    run(group, {"big": fail})
+    [letter] = visible_messages(sqs, dlq)
+    assert "ExtendedPayloadSize" in letter["MessageAttributes"]
+    assert "dead_letter" in letter["MessageAttributes"]
+    assert "a8" not in letter["MessageAttributes"]
