@@ -133,3 +133,27 @@ def test_dlq_list_shows_an_offloaded_dead_letter_and_its_size(
     report = runner.invoke(args=["sqs-jobs", "dlq", "list", "default", "--json"])
     [letter] = json.loads(report.output)["dead_letters"]
     assert letter["offloaded_bytes"] == 3042
+
+
+def test_dlq_redrive_moves_the_pointer_back_unchanged(
+    make_app: MakeApp, runner: FlaskCliRunner, sqs: SQSClient
+) -> None:
+    make_app()
+    runner.invoke(args=["sqs-jobs", "create-queues"])
+    dlq = sqs.get_queue_url(QueueName="big-default-dlq")["QueueUrl"]
+    source = sqs.get_queue_url(QueueName="big-default")["QueueUrl"]
+    pointer = json.dumps(
+        [
+            "software.amazon.payloadoffloading.PayloadS3Pointer",
+            {"s3BucketName": BUCKET, "s3Key": "sqs-jobs/k"},
+        ]
+    )
+    size: t.Any = {"ExtendedPayloadSize": {"DataType": "Number", "StringValue": "3042"}}
+    sqs.send_message(QueueUrl=dlq, MessageBody=pointer, MessageAttributes=size)
+    result = runner.invoke(args=["sqs-jobs", "dlq", "redrive", "default"])
+    assert result.exit_code == 0, result.output
+    [moved] = sqs.receive_message(
+        QueueUrl=source, MessageAttributeNames=["All"], WaitTimeSeconds=0
+    )["Messages"]
+    assert moved["Body"] == pointer
+    assert moved["MessageAttributes"]["ExtendedPayloadSize"]["StringValue"] == "3042"
