@@ -143,11 +143,14 @@ class Settler:
             return
         moved = self._dead_letter(delivery, exc)
         settled = moved or self._delete(delivery, Settled(Outcome.DELETE, exc))
+        fields = dict(settled.fields)
+        if "error" in fields:
+            fields["delete_error"] = fields.pop("error")
         log.error(
             "large_payload_missing",
             outcome=settled.outcome.value,
             error=str(exc),
-            **settled.fields,
+            **fields,
         )
 
     def _defer(self, delivery: Delivery, run_at: dt.datetime) -> Settled:

@@ -404,3 +404,18 @@ def test_a_dead_letter_with_ten_attributes_keeps_the_pointer_marker(
     assert "ExtendedPayloadSize" in letter["MessageAttributes"]
     assert "dead_letter" in letter["MessageAttributes"]
     assert "a8" not in letter["MessageAttributes"]
+
+
+def test_a_missing_object_whose_message_cannot_be_deleted_says_so(
+    sqs: SQSClient, queue_url: str, s3: t.Any, logs: list[EventDict]
+) -> None:
+    spy = SpyClient(sqs)
+    spy.failing["delete_message"] = "InternalError"
+    group = group_of(spy.client, queue_url, s3)
+    group.enqueue("jobs", "big", BIG)
+    [key] = keys(s3)
+    s3.delete_object(Bucket=BUCKET, Key=key)
+    run(group, {"big": lambda p: None})
+    missing = only_event(logs, "large_payload_missing")
+    assert missing["outcome"] == "delete_failed"
+    assert "InternalError" in missing["delete_error"]
