@@ -12,6 +12,7 @@ from flask_sqs_jobs import EnqueueBatchError
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import NonRetryableError
 from flask_sqs_jobs import QueueGroup
+from flask_sqs_jobs import SqsQueue
 from flask_sqs_jobs.engine import LargePayloads
 from flask_sqs_jobs.engine import PayloadNotFound
 
@@ -419,3 +420,17 @@ def test_a_missing_object_whose_message_cannot_be_deleted_says_so(
     missing = only_event(logs, "large_payload_missing")
     assert missing["outcome"] == "delete_failed"
     assert "InternalError" in missing["delete_error"]
+
+
+def test_a_queue_given_large_payloads_directly_offloads_too(
+    sqs: SQSClient, queue_url: str, s3: t.Any
+) -> None:
+    large = LargePayloads(s3, bucket=BUCKET, threshold_bytes=1000)
+    queue = SqsQueue(queue_url, boto_client=sqs, large_payloads=large)
+    group = QueueGroup({"jobs": {"queue": queue}})
+    group.enqueue("jobs", "big", BIG)
+    assert len(keys(s3)) == 1
+    seen: list[Payload] = []
+    run(group, {"big": seen.append})
+    assert seen == [BIG]
+    assert keys(s3) == []
