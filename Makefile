@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test lint typecheck unit demo bench docs clean
+.PHONY: test lint typecheck unit fuzz demo bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ typecheck: $(STAMP)
 ## make unit: the fast tier only (moto in-process)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
+
+## make fuzz: the fuzz tier (tests/fuzz) with many random examples; make test
+## runs the same tests with a few deterministic ones
+FUZZ_ARGS ?=
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz-long $(BIN)/python -m pytest tests/fuzz -m fuzz \
+		--timeout 1800 $(FUZZ_ARGS)
 
 ## make demo: the example app end to end against a local SQS server
 demo: $(STAMP)

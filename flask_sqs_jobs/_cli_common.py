@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import contextlib
 import functools
+import math
 import re
 import sys
 import typing as t
@@ -44,6 +45,24 @@ class ConfigurationError(click.ClickException):
     """A usage or configuration error: one ``Error: ...`` line, exit status 2."""
 
     exit_code = EXIT_USAGE
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A ``click.FloatRange`` that also refuses ``nan`` and ``inf``.
+
+    ``float()`` accepts both, and NaN passes every range comparison, so a plain
+    FloatRange lets ``--shutdown-timeout nan`` through.
+    """
+
+    name = "finite float range"
+
+    def convert(
+        self, value: t.Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> t.Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return number
 
 
 def current_app_and_jobs() -> tuple[Flask, SQSJobs]:

@@ -16,6 +16,7 @@ from flask.cli import with_appcontext
 from ._cli_common import check_queue_names
 from ._cli_common import ConfigurationError
 from ._cli_common import current_app_and_jobs
+from ._cli_common import FiniteFloatRange
 from ._cli_common import sqs_errors
 from .engine._exceptions import QueueNotFoundError
 from .engine._health import HealthServer
@@ -71,7 +72,7 @@ log = structlog.get_logger(__name__)
 )
 @click.option(
     "--health-max-age",
-    type=click.FloatRange(min=1),
+    type=FiniteFloatRange(min=1),
     default=60.0,
     show_default=True,
     metavar="SECONDS",
@@ -81,7 +82,7 @@ log = structlog.get_logger(__name__)
 )
 @click.option(
     "--shutdown-timeout",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=None,
     metavar="SECONDS",
     envvar="FLASK_SQS_WORKER_SHUTDOWN_TIMEOUT",

@@ -6,7 +6,12 @@ import collections.abc as cabc
 import dataclasses
 import difflib
 import json
+import re
 import typing as t
+import urllib.parse
+
+from botocore.utils import is_valid_endpoint_url
+from botocore.utils import is_valid_ipv6_endpoint_url
 
 from .engine._definitions import parse_queue_definitions
 from .engine._definitions import QueueDefinition
@@ -78,7 +83,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
     return Config(
         queues={name: dict(t.cast(t.Any, d)) for name, d in queues.items()},
         definitions=definitions,
-        endpoint_url=_optional_str(config, "ENDPOINT_URL"),
+        endpoint_url=_endpoint_url(_optional_str(config, "ENDPOINT_URL")),
         region_name=_optional_str(config, "REGION_NAME"),
         idle_wait_seconds=_idle_wait(config.get(f"{PREFIX}IDLE_WAIT_SECONDS", 20)),
         request_id_header=_header(
@@ -114,6 +119,11 @@ def _queues(value: object) -> dict[str, dict[str, t.Any]]:
                 f"{key} is a string that is not JSON: {value!r}. Set a dict, or JSON"
                 ' such as \'{"default": {"name": "my-app-jobs"}}\''
             ) from None
+        except RecursionError:
+            raise ValueError(
+                f"{key} is JSON nested too deeply to read; set a dict of logical"
+                ' queue name -> definition, e.g. {"default": {"name": "my-app-jobs"}}'
+            ) from None
     if not isinstance(value, cabc.Mapping):
         raise TypeError(
             f"{key} must be a dict of logical queue name -> definition;"
@@ -138,6 +148,39 @@ def _optional_str(config: cabc.Mapping[str, t.Any], name: str) -> str | None:
     return value
 
 
+_ENDPOINT_EXAMPLE = (
+    "e.g. 'http://localhost:9324' or 'https://sqs.eu-west-1.amazonaws.com'"
+)
+
+
+def _endpoint_url(value: str | None) -> str | None:
+    """Check that ``value`` is an http(s) URL with a host, as botocore needs."""
+    if value is None:
+        return None
+    key = f"{PREFIX}ENDPOINT_URL"
+    problem = None
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if any(char.isspace() or not char.isprintable() for char in value):
+            problem = "it contains spaces or control characters"
+        elif parts.scheme.lower() not in ("http", "https"):
+            problem = "it does not start with http:// or https://"
+        elif not parts.hostname:
+            problem = "it has no host"
+        elif not (is_valid_endpoint_url(value) or is_valid_ipv6_endpoint_url(value)):
+            problem = "its host is not a valid host name or IP address"
+    if problem is not None:
+        raise ValueError(
+            f"{key} must be an http:// or https:// URL with a host,"
+            f" {_ENDPOINT_EXAMPLE}; got {value!r}: {problem}"
+        )
+    return value
+
+
 def _idle_wait(value: object) -> int:
     if (
         isinstance(value, bool)
@@ -151,11 +194,20 @@ def _idle_wait(value: object) -> int:
     return value
 
 
+#: An HTTP field name: an RFC 7230 ``token``.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
 def _header(value: object) -> str:
+    key = f"{PREFIX}REQUEST_ID_HEADER"
     if not isinstance(value, str) or not value:
         raise TypeError(
-            f"{PREFIX}REQUEST_ID_HEADER must be a header name such as 'X-Request-ID';"
-            f" got {value!r}"
+            f"{key} must be a header name such as 'X-Request-ID'; got {value!r}"
+        )
+    if not _TOKEN.fullmatch(value):
+        raise ValueError(
+            f"{key} must be a header name such as 'X-Request-ID': letters, digits"
+            f" and !#$%&'*+-.^_`|~ only (an RFC 7230 token); got {value!r}"
         )
     return value
 

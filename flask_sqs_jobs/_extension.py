@@ -32,6 +32,7 @@ from .engine._hooks import Hooks
 from .engine._job import JSONObject
 from .engine._middleware import JobMiddleware
 from .engine._queue_group import QueueGroup
+from .engine._wire import MAX_WAIT_SECONDS
 from .engine._worker import JobWorker
 
 if t.TYPE_CHECKING:
@@ -42,6 +43,8 @@ F = t.TypeVar("F", bound=HandlerFunc)
 #: Extra pooled connections beyond one per job thread: long polls, heartbeat,
 #: deletes and visibility changes run beside the jobs.
 _SPARE_CONNECTIONS = 8
+#: Seconds a long poll's answer may take beyond its wait (latency, a slow server).
+_READ_TIMEOUT_MARGIN = 15
 
 
 @dataclasses.dataclass
@@ -337,10 +340,17 @@ def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | Non
 
 def _make_client(config: Config) -> SQSClient:
     """Create the SQS client: timeouts that fit long polls, and a connection pool
-    large enough for the worker's threads."""
+    large enough for the worker's threads.
+
+    The read timeout covers the longest long poll SQS allows, whatever
+    ``SQS_JOBS_IDLE_WAIT_SECONDS`` says: one client serves every worker of the
+    app, and ``create_worker(idle_wait_seconds=...)`` (``--idle-wait``) may
+    wait longer than the config. Other calls answer at once, so the longer
+    timeout only matters for a connection that hangs.
+    """
     boto_config = BotoConfig(
         connect_timeout=5,
-        read_timeout=config.idle_wait_seconds + 15,
+        read_timeout=MAX_WAIT_SECONDS + _READ_TIMEOUT_MARGIN,
         retries={"mode": "standard", "max_attempts": 3},
         max_pool_connections=64 + _SPARE_CONNECTIONS,
     )

@@ -6,7 +6,9 @@ ephemeral 127.0.0.1 port and reports the port to the supervisor (see
 background, so that its ``/healthz`` answers at once from what it last saw,
 even while a worker process hangs; ``/metrics`` fetches every process's text
 with a short timeout and merges them, labelling each sample with
-``process="<index>"`` so that every series stays unique.
+``process="<index>"`` so that every series stays unique. The port is served by
+the worker's own probe server (:mod:`.engine._probe_http`), with the same
+limits; ``/metrics`` runs off its loop, as it waits on the processes.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import collections.abc as cabc
 import contextlib
 import dataclasses
 import http.client
-import http.server
 import json
 import socket
 import threading
 import time
 import typing as t
+
+from .engine._probe_http import ProbeServer
+from .engine._probe_http import Reply
 
 #: ``/healthz`` fails for a worker process whose ``/status`` did not answer
 #: for this long (a hung or stopped process).
@@ -63,27 +67,39 @@ class SupervisorHealth:
         self._children = children
         self._lock = lock
         self._done = threading.Event()
-        self._server = http.server.ThreadingHTTPServer((host, port), _handler(self))
-        self._server.daemon_threads = True
+        self._server = ProbeServer(
+            host, port, self._answer, offload={"/metrics"}, name="sqs-jobs-health"
+        )
 
     @property
     def port(self) -> int:
         """The port the server listens on."""
-        return int(self._server.server_address[1])
+        return self._server.port
 
     def start(self) -> None:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server.start()
         for child in self._children:
             threading.Thread(target=self._poll, args=(child,), daemon=True).start()
 
     def stop(self) -> None:
         self._done.set()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def close_in_child(self) -> None:
-        """In a forked worker process: let go of the inherited listening socket."""
-        self._server.socket.close()
+        """In a forked worker process: let go of the inherited sockets."""
+        self._server.close_in_child()
+
+    def _answer(self, path: str) -> Reply:
+        if path in ("/healthz", "/status"):
+            status = self.status()
+            code = 200 if status["healthy"] else 503
+            if path == "/healthz":
+                return Reply(code, status["reason"].encode())
+            body = json.dumps(status, indent=2).encode()
+            return Reply(code, body, "application/json")
+        if path == "/metrics":
+            return Reply(*self.metrics())
+        return Reply(404, b"not found\n")
 
     def _poll(self, child: Child) -> None:
         # Threads here never log: a fork while one held the logger's lock
@@ -203,33 +219,3 @@ def _get(port: int, path: str, timeout: float) -> tuple[int, bytes] | None:
         return None
     finally:
         connection.close()
-
-
-def _handler(health: SupervisorHealth) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path in ("/healthz", "/status"):
-                status = health.status()
-                code = 200 if status["healthy"] else 503
-                if path == "/healthz":
-                    self._reply(code, status["reason"].encode(), "text/plain")
-                else:
-                    body = json.dumps(status, indent=2).encode()
-                    self._reply(code, body, "application/json")
-            elif path == "/metrics":
-                self._reply(*health.metrics())
-            else:
-                self._reply(404, b"not found\n", "text/plain")
-
-        def _reply(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: t.Any) -> None:
-            pass  # probes every few seconds would drown the workers' logs
-
-    return Handler

@@ -144,6 +144,10 @@ def enqueue_command(
         payload = json.loads(payload_json)
     except ValueError as exc:
         raise ConfigurationError(f"PAYLOAD_JSON is not JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigurationError(
+            "PAYLOAD_JSON is nested too deeply to read; flatten the payload"
+        ) from None
     if not isinstance(payload, dict):
         raise ConfigurationError(
             "PAYLOAD_JSON must be a JSON object, e.g. '{\"id\": 1}'"
@@ -157,4 +161,6 @@ def enqueue_command(
             raise ConfigurationError(str(exc)) from None
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(str(exc)) from None
+        except RecursionError:
+            raise ConfigurationError("PAYLOAD_JSON is nested too deeply") from None
     click.echo(message_id)

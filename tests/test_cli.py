@@ -129,6 +129,19 @@ def test_out_of_range_options_exit_2(
     assert f"Invalid value for '{option}'" in result.stderr
 
 
+@pytest.mark.parametrize("option", ["--shutdown-timeout", "--health-max-age"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400"])
+def test_seconds_that_are_not_finite_exit_2(
+    runner: FlaskCliRunner, ran: list[Payload], option: str, value: str
+) -> None:
+    """``float()`` reads all of them, and NaN passes any range check."""
+    result = runner.invoke(args=["sqs-worker", option, value])
+
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "Traceback" not in result.output
+
+
 # -- sqs-worker: running ------------------------------------------------------------
 
 

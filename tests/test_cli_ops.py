@@ -683,6 +683,28 @@ def test_enqueue_a_payload_that_is_not_a_json_object_exits_2(
     assert message_count(sqs, queue_urls["default"]) == 0
 
 
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        (["[" * 100_000], "Error: PAYLOAD_JSON is nested too deeply to read"),
+        (['{"a":' * 100_000], "Error: PAYLOAD_JSON is nested too deeply to read"),
+        (["{}", "--delay", str(10**20)], "Error: delay_seconds must be 0..31536000"),
+    ],
+    ids=["arrays", "objects", "delay of 10**20"],
+)
+def test_enqueue_input_that_cannot_be_sent_exits_2_with_one_line(
+    runner: FlaskCliRunner,
+    sqs: SQSClient,
+    queue_urls: dict[str, str],
+    arguments: list[str],
+    error: str,
+) -> None:
+    result = runner.invoke(args=["sqs-jobs", "enqueue", "default", "ping", *arguments])
+
+    assert error_line(result, 2).startswith(error)
+    assert message_count(sqs, queue_urls["default"]) == 0
+
+
 def test_enqueue_to_an_unknown_queue_exits_2(runner: FlaskCliRunner) -> None:
     result = runner.invoke(args=["sqs-jobs", "enqueue", "nope", "ping", "{}"])
 

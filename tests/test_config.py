@@ -239,3 +239,86 @@ def test_a_failed_init_app_leaves_the_app_unbound_so_it_can_be_fixed() -> None:
     jobs.init_app(app)
 
     assert jobs.config(app).idle_wait_seconds == 10
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("not a url", "it contains spaces or control characters"),
+        ("localhost:4566", "it does not start with http:// or https://"),
+        ("ftp://localhost:4566", "it does not start with http:// or https://"),
+        ("http://", "it has no host"),
+        ("https://:4566", "it has no host"),
+        ("http://localhost:port", "Port could not be cast to integer value"),
+        ("http://localhost:99999", "Port out of range"),
+        ("http://under_score:4566", "its host is not a valid host name or IP address"),
+        ("http://localhost:4566\n", "it contains spaces or control characters"),
+    ],
+)
+def test_an_endpoint_url_botocore_cannot_use_is_refused_at_init_app(
+    value: str, problem: str
+) -> None:
+    """Not later, as a traceback (exit 1) of the first command that makes a client."""
+    expected = (
+        "SQS_JOBS_ENDPOINT_URL must be an http:// or https:// URL with a host, e.g."
+        f" 'http://localhost:9324' or 'https://sqs.eu-west-1.amazonaws.com'; got"
+        f" {value!r}: {problem}"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}"):
+        init(SQS_JOBS_QUEUES=QUEUES, SQS_JOBS_ENDPOINT_URL=value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "http://localhost:4566",
+        "https://sqs.eu-west-1.amazonaws.com",
+        "http://127.0.0.1:9324/",
+        "http://[::1]:9324",
+        "HTTPS://SQS.example.com",
+    ],
+)
+def test_http_and_https_endpoint_urls_with_a_host_are_accepted(value: str) -> None:
+    app, jobs = init(SQS_JOBS_QUEUES=QUEUES, SQS_JOBS_ENDPOINT_URL=value)
+
+    assert jobs.config(app).endpoint_url == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "X-Request-ID\r\nX-Evil: 1",
+        "X-Request-ID\n",
+        "X Request ID",
+        "X-Request-ID:",
+        "é",
+    ],
+)
+def test_a_request_id_header_that_is_not_an_http_token_is_refused(value: str) -> None:
+    expected = (
+        "SQS_JOBS_REQUEST_ID_HEADER must be a header name such as 'X-Request-ID':"
+        " letters, digits and !#$%&'*+-.^_`|~ only (an RFC 7230 token);"
+        f" got {value!r}"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        init(SQS_JOBS_QUEUES=QUEUES, SQS_JOBS_REQUEST_ID_HEADER=value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max_runtime_seconds", float("nan")),
+        ("max_runtime_seconds", float("inf")),
+        ("max_runtime_seconds", 10**400),
+        ("retry_backoff_seconds", float("nan")),
+        ("retry_backoff_seconds", float("inf")),
+        ("retry_backoff_seconds", -float("inf")),
+        ("retry_backoff_seconds", 10**400),
+    ],
+)
+def test_a_queue_number_that_is_not_finite_is_refused(key: str, value: float) -> None:
+    """NaN passes every comparison: a NaN max_runtime_seconds never fires."""
+    with pytest.raises(
+        ValueError, match=f"queue 'default': {key} must be a positive, finite"
+    ):
+        init(SQS_JOBS_QUEUES={"default": {"name": "app-default", key: value}})

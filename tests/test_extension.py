@@ -180,6 +180,27 @@ def test_a_client_passed_to_the_constructor_is_used_instead_of_one_from_config(
     assert only_sent_job(ireland, url).message_id == message_id
 
 
+@pytest.mark.parametrize("configured_wait", [0, 20])
+def test_the_client_outwaits_the_longest_long_poll_whatever_the_config_says(
+    make_app: MakeApp,
+    app_config: dict[str, t.Any],
+    jobs: SQSJobs,
+    configured_wait: int,
+) -> None:
+    """``--idle-wait 20`` with ``SQS_JOBS_IDLE_WAIT_SECONDS = 0`` long-polls 20 s
+    with the app's one client: a read timeout cut to the config would fail
+    every idle poll, and ten failures make the worker exit 1."""
+    app = make_app({**app_config, "SQS_JOBS_IDLE_WAIT_SECONDS": configured_wait})
+
+    worker = jobs.create_worker(app, idle_wait_seconds=20)
+
+    assert worker._idle_wait == 20
+    client = jobs.queues(app).queue("default").client
+    assert client is jobs.client(app)
+    read_timeout: float = getattr(client.meta.config, "read_timeout")  # noqa: B009 - not in the stubs
+    assert read_timeout >= 20 + 10
+
+
 def test_the_client_is_created_once_per_app(bare_app: Flask, jobs: SQSJobs) -> None:
     assert jobs.client(bare_app) is jobs.client(bare_app)
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import socket
 import threading
 import time
 import typing as t
@@ -15,7 +16,16 @@ from flask_sqs_jobs._supervisor_health import Child
 from flask_sqs_jobs._supervisor_health import merge_metrics
 from flask_sqs_jobs._supervisor_health import STALE_AFTER_SECONDS
 from flask_sqs_jobs._supervisor_health import SupervisorHealth
+from flask_sqs_jobs.engine import _probe_http
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.probe_clients import Crowd
+from tests.probe_clients import get
+from tests.probe_clients import PROBE_DEADLINE
+from tests.probe_clients import read_until_closed
+from tests.probe_clients import request
+
+T = t.TypeVar("T")
 
 HEALTHY = {"healthy": True, "reason": "ok", "busy_slots": 0}
 
@@ -127,3 +137,78 @@ def test_metrics_of_processes_merge_with_a_process_label() -> None:
 
 def test_no_process_answering_gives_empty_metrics() -> None:
     assert merge_metrics({}) == b""
+
+
+def test_the_health_port_answers_probes_at_once_despite_slow_clients(
+    health: t.Callable[..., SupervisorHealth],
+) -> None:
+    server = health(answered(0, 10, HEALTHY))
+    server.start()
+    try:
+        crowd = Crowd(server.port, idle=200, dribbling=10, mute=10)
+        try:
+            answers = [timed(lambda: get(server.port, "/healthz")) for _ in range(20)]
+        finally:
+            crowd.close()
+    finally:
+        server.stop()
+
+    assert {(answer[0], answer[2]) for answer, _ in answers} == {(200, b"ok")}
+    assert max(took for _, took in answers) < PROBE_DEADLINE
+
+
+def test_slow_metrics_scrapes_are_limited_and_never_hold_up_a_probe(
+    health: t.Callable[..., SupervisorHealth],
+) -> None:
+    # A process whose health port accepts connections and never answers.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        child = answered(0, 10, HEALTHY)
+        child.port = silent.getsockname()[1]
+        server = health(child)
+        server.start()
+        scrapes: list[int] = []
+        threads = [
+            threading.Thread(
+                target=lambda: scrapes.append(get_slowly(server.port, "/metrics"))
+            )
+            for _ in range(_probe_http.MAX_OFFLOADED + 2)
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            (status, _, _), took = timed(lambda: get(server.port, "/healthz"))
+            for thread in threads:
+                thread.join(10)
+        finally:
+            server.stop()
+
+    assert status in (200, 503)
+    assert took < PROBE_DEADLINE
+    assert sorted(scrapes) == [200] * _probe_http.MAX_OFFLOADED + [503, 503]
+
+
+def timed(call: t.Callable[[], T]) -> tuple[T, float]:
+    started = time.monotonic()
+    return call(), time.monotonic() - started
+
+
+def get_slowly(port: int, path: str) -> int:
+    raw = f"GET {path} HTTP/1.1\r\n\r\n".encode()
+    return request(port, raw, timeout=10)[0]
+
+
+def test_a_scrape_that_half_closes_after_its_request_gets_the_answer(
+    health: t.Callable[..., SupervisorHealth],
+) -> None:
+    server = health(answered(0, 10, HEALTHY))
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+            sock.shutdown(socket.SHUT_WR)
+            answer = read_until_closed(sock, PROBE_DEADLINE)
+    finally:
+        server.stop()
+
+    assert answer is not None
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")

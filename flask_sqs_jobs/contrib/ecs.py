@@ -64,10 +64,11 @@ class EcsDrainMiddleware(JobMiddleware):
     --health-port`` reports it unhealthy after ``--health-max-age`` seconds;
     ECS then stops it, which is what the drain is for.
 
+    :param ecs_client: a boto3 ECS client, positional or by keyword
+        (``EcsDrainMiddleware(boto3.client("ecs"))``); by default one is
+        created for the cluster's region on first use.
     :param check_interval_seconds: how long one answer from ECS is trusted.
     :param pause_seconds: how long each skipped polling cycle waits.
-    :param ecs_client: a boto3 ECS client; by default one is created for the
-        cluster's region on first use.
     :param metadata_uri: the task metadata endpoint; by default
         ``$ECS_CONTAINER_METADATA_URI_V4``.
     :param metadata_timeout: seconds to wait for the metadata endpoint.
@@ -76,14 +77,21 @@ class EcsDrainMiddleware(JobMiddleware):
 
     def __init__(
         self,
+        ecs_client: ECSClient | None = None,
         *,
         check_interval_seconds: float = 30.0,
         pause_seconds: float = 5.0,
-        ecs_client: ECSClient | None = None,
         metadata_uri: str | None = None,
         metadata_timeout: float = 2.0,
         clock: cabc.Callable[[], float] = time.monotonic,
     ) -> None:
+        if ecs_client is not None and not callable(
+            getattr(ecs_client, "describe_tasks", None)
+        ):
+            raise TypeError(
+                "ecs_client must be a boto3 ECS client, such as"
+                f' boto3.client("ecs"); got {type(ecs_client).__name__}'
+            )
         if check_interval_seconds < 0:
             raise ValueError(
                 f"check_interval_seconds must be >= 0; got {check_interval_seconds!r}"

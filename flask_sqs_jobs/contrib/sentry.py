@@ -29,6 +29,11 @@ from ._guard import missing_sdk
 from ._guard import parse_traceparent
 from ._guard import traced
 from ._guard import Vendor
+from ._sentry_scrub import install_global_processor
+from ._sentry_scrub import job_processor
+from ._sentry_scrub import Needles
+from ._sentry_scrub import needles_of
+from ._sentry_scrub import remember
 
 try:
     import sentry_sdk
@@ -64,15 +69,33 @@ class SentryMiddleware(JobMiddleware):
     A failure inside sentry-sdk is logged (``integration_failed``) and never
     changes a job's outcome.
 
+    Job payloads are kept out of Sentry events by default, although
+    sentry-sdk records local variables (``include_local_variables=True``):
+    the variables of the library's own frames are dropped, and any string of
+    an event about a job that contains one of its payload's values (strings
+    and numbers of at least four characters) becomes ``[Filtered]``, in the
+    handler's frames, the exception message, breadcrumbs, contexts and extra.
+
     :param report_non_retryable: also report :class:`~flask_sqs_jobs.NonRetryableError`
         (a job that cannot succeed). :class:`~flask_sqs_jobs.RetryJob` is never
         reported.
+    :param send_payloads: let payloads reach Sentry as sentry-sdk would send
+        them (opt in only where Sentry may hold what jobs carry).
     """
 
     injects_trace_headers = True
 
-    def __init__(self, *, report_non_retryable: bool = False) -> None:
+    def __init__(
+        self, *, report_non_retryable: bool = False, send_payloads: bool = False
+    ) -> None:
         self.report_non_retryable = report_non_retryable
+        self.send_payloads = send_payloads
+        if not send_payloads:
+            _vendor.call(
+                "install",
+                install_global_processor,
+                sentry_sdk.get_global_scope().add_event_processor,
+            )
 
     def produce(self, job: Job, call_next: cabc.Callable[[Job], str]) -> str:
         return traced(_vendor, "produce", job, call_next, _start_publish)
@@ -83,6 +106,10 @@ class SentryMiddleware(JobMiddleware):
     def _start_process(self, job: Job, stack: contextlib.ExitStack) -> _Process:
         scope = stack.enter_context(sentry_sdk.isolation_scope())
         scope.clear_breadcrumbs()
+        needles: Needles | None = None
+        if not self.send_payloads:
+            needles = needles_of(job)
+            scope.add_event_processor(t.cast(t.Any, job_processor(needles)))
         scope.set_tag("job_type", job.job_type)
         scope.set_context(
             "sqs_job",
@@ -111,7 +138,7 @@ class SentryMiddleware(JobMiddleware):
             )
         )
         bind_trace(None, transaction.trace_id, transaction.span_id)
-        return _Process(transaction, self.report_non_retryable)
+        return _Process(transaction, self.report_non_retryable, needles)
 
 
 def _messaging_data(job: Job) -> dict[str, t.Any]:
@@ -174,11 +201,14 @@ class _Publish:
 class _Process:
     transaction: Span
     report_non_retryable: bool
+    needles: Needles | None
 
     def succeeded(self, result: None) -> None:
         self.transaction.set_status("ok")
 
     def failed(self, error: Exception) -> None:
+        if self.needles is not None:
+            remember(error, self.needles)
         if not is_reported(error, report_non_retryable=self.report_non_retryable):
             # RetryJob (run again later) or NonRetryableError (dropped on
             # purpose): the handler decided, nothing to alert on.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import concurrent.futures
 import contextvars
+import functools
 import threading
 import typing as t
 
@@ -187,21 +189,67 @@ class _Slot:
         self.sent = threading.Event()
         self.result: _EntryResult | BaseException | None = None
 
+    def release(self, result: _EntryResult | BaseException) -> None:
+        """Let the chain's innermost step return (or raise) ``result``."""
+        if not self.sent.is_set():
+            self.result = result
+            self.sent.set()
+
 
 def _send_through_middleware(
     group: QueueGroup, queue: SqsQueue, prepared: list[tuple[Job, SendOptions]]
 ) -> list[_EntryResult]:
-    """Run each job's produce chain in its own thread; send all staged jobs at once.
+    """Run the jobs' produce chains ten at a time on a pool of ten threads.
 
-    Each chain's innermost step stages its job and waits for the batch, so
-    middleware wraps the real send and sees the real MessageId.
+    Each chain's innermost step stages its job and waits; once every chain of
+    a chunk has staged (or finished without sending), the chunk goes out in
+    one request, so middleware wraps the real send and sees the real MessageId.
+    Every job is staged once without middleware first, so a job that cannot
+    be sent fails before anything is.
     """
+    for index, (job, options) in enumerate(prepared):
+        _stage(queue, job, options, index)
+    results: list[_EntryResult] = []
+    workers = min(MAX_BATCH_ENTRIES, len(prepared))
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=workers, thread_name_prefix="sqs-jobs-enqueue-many"
+    ) as pool:
+        for start in range(0, len(prepared), MAX_BATCH_ENTRIES):
+            chunk = prepared[start : start + MAX_BATCH_ENTRIES]
+            try:
+                results.extend(_send_chunk(group, queue, pool, start, chunk, results))
+            except _NotStarted as exc:
+                _not_started(results, len(prepared), exc)
+    return results
+
+
+class _NotStarted(SQSJobsError):
+    """A thread for a produce chain could not be started."""
+
+
+def _not_started(
+    results: list[_EntryResult], total: int, error: _NotStarted
+) -> t.NoReturn:
+    failed = (type(error.__cause__).__name__, str(error))
+    results.extend([failed] * (total - len(results)))
+    enqueued = [(i, r) for i, r in enumerate(results) if isinstance(r, str)]
+    failures = [(i, r[0], r[1]) for i, r in enumerate(results) if isinstance(r, tuple)]
+    raise EnqueueBatchError(enqueued, failures, total) from error.__cause__
+
+
+def _send_chunk(
+    group: QueueGroup,
+    queue: SqsQueue,
+    pool: concurrent.futures.ThreadPoolExecutor,
+    offset: int,
+    chunk: list[tuple[Job, SendOptions]],
+    earlier: list[_EntryResult],
+) -> list[_EntryResult]:
+    """Run one chunk's chains, send what they staged, return their results."""
     ready = threading.Condition()
-    slots = [_Slot() for _ in prepared]
+    slots = [_Slot() for _ in chunk]
 
-    def run(index: int, job: Job, options: SendOptions) -> None:
-        slot = slots[index]
-
+    def run(slot: _Slot, index: int, job: Job, options: SendOptions) -> None:
         def send(job: Job) -> str:
             params = _stage(queue, job, options, index)
             with ready:
@@ -225,47 +273,47 @@ def _send_through_middleware(
             slot.finished = True
             ready.notify_all()
 
-    threads = [
-        threading.Thread(
-            target=contextvars.copy_context().run,
-            args=(run, index, job, options),
-            name="sqs-jobs-enqueue-many",
-            daemon=True,
+    futures: list[concurrent.futures.Future[None]] = []
+    try:
+        for position, (job, options) in enumerate(chunk):
+            chain = functools.partial(
+                run, slots[position], offset + position, job, options
+            )
+            try:
+                futures.append(pool.submit(contextvars.copy_context().run, chain))
+            except RuntimeError as exc:
+                # The job submitted last may still be queued: never run it.
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise _NotStarted(
+                    f"not sent: could not start a thread for the produce middleware"
+                    f" ({exc})"
+                ) from exc
+        with ready:
+            ready.wait_for(lambda: all(s.params or s.finished for s in slots))
+        early = [
+            s.outcome for s in slots if s.finished and isinstance(s.outcome, Exception)
+        ]
+        if early and not earlier:
+            raise early[0]  # nothing was sent yet: the batch fails as a whole
+        staged = [i for i, s in enumerate(slots) if s.params is not None]
+        sent = _send_staged(
+            queue, [t.cast(dict[str, t.Any], slots[i].params) for i in staged]
         )
-        for index, (job, options) in enumerate(prepared)
-    ]
-    for thread in threads:
-        thread.start()
-    with ready:
-        ready.wait_for(lambda: all(s.params is not None or s.finished for s in slots))
-    early = [
-        s.outcome for s in slots if s.finished and isinstance(s.outcome, Exception)
-    ]
-    if early:
+        for index, result in zip(staged, sent, strict=True):
+            slots[index].release(result)
+    finally:
         for slot in slots:
-            slot.result = SQSJobsError("not sent: another job of the batch was invalid")
-            slot.sent.set()
-        for thread in threads:
-            thread.join()
-        raise early[0]
-    staged_indexes = [i for i, s in enumerate(slots) if s.params is not None]
-    sent = _send_staged(
-        queue, [t.cast(dict[str, t.Any], slots[i].params) for i in staged_indexes]
-    )
-    for index, result in zip(staged_indexes, sent, strict=True):
-        slots[index].result = result
-        slots[index].sent.set()
-    for thread in threads:
-        thread.join()
-    results: list[_EntryResult] = []
-    for slot in slots:
-        if isinstance(slot.result, str | tuple):
-            # Sent or refused by SQS, whatever a middleware did afterwards.
-            results.append(slot.result)
-            if isinstance(slot.outcome, BaseException) and isinstance(slot.result, str):
-                log.warning("produce_middleware_failed", error=repr(slot.outcome))
-        elif isinstance(slot.outcome, str):
-            results.append(slot.outcome)  # a middleware answered without sending
-        else:
-            results.append((type(slot.outcome).__name__, str(slot.outcome)))
-    return results
+            slot.release(SQSJobsError("not sent: another job of the batch failed"))
+        concurrent.futures.wait(futures)
+    return [_chain_result(slot) for slot in slots]
+
+
+def _chain_result(slot: _Slot) -> _EntryResult:
+    if isinstance(slot.result, str | tuple):
+        # Sent or refused by SQS, whatever a middleware did afterwards.
+        if isinstance(slot.outcome, BaseException) and isinstance(slot.result, str):
+            log.warning("produce_middleware_failed", error=repr(slot.outcome))
+        return slot.result
+    if isinstance(slot.outcome, str):
+        return slot.outcome  # a middleware answered without sending
+    return (type(slot.outcome).__name__, str(slot.outcome))

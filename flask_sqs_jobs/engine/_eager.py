@@ -45,7 +45,7 @@ class EagerQueue(SqsQueue):
     def redrive_policy(self) -> tuple[str, int] | None:
         return None
 
-    def delete(self, receipt_handle: str) -> CallError:
+    def delete(self, receipt_handle: str, *, linger: float = 0.0) -> CallError:
         return None
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> CallError:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import collections.abc as cabc
-import itertools
 import threading
 import time
 import typing as t
@@ -13,7 +12,8 @@ from ._wire import MAX_BATCH_ENTRIES
 
 E = t.TypeVar("E")
 
-#: Batch requests slower than this on average are sent on several lanes at once.
+#: Requests slower than this on average fill their batches while in flight, so
+#: a caller's linger is not needed then.
 SLOW_REQUEST_SECONDS = 0.004
 
 #: Sends up to ten entries and returns, per entry, None or an error
@@ -22,13 +22,15 @@ SendBatch: t.TypeAlias = cabc.Callable[[list[E]], list[tuple[str, str] | None]]
 
 
 class _Pending(t.Generic[E]):
-    __slots__ = ("done", "entry", "error", "wake")
+    __slots__ = ("done", "entry", "error", "leading", "wake")
 
     def __init__(self, entry: E) -> None:
         self.entry = entry
         self.done = False
         self.error: tuple[str, str] | None = None
-        # Released by whoever sends this entry, or hands it the lead.
+        #: This caller sends batches itself (it leads, or was handed the lead).
+        self.leading = False
+        # Released once: by whoever sends this entry, or hands it the lead.
         self.wake = threading.Lock()
         self.wake.acquire()
 
@@ -39,53 +41,98 @@ class GroupCommit(t.Generic[E]):
     The first caller to arrive leads: it sends its entry at once, with
     whatever else is waiting (up to ten entries). Callers that arrive while a
     request is in flight wait and go out together in the next one, sent by
-    the next leader. One thread alone pays no extra latency, sixteen threads
-    share one request per ten entries, and each waiter is woken exactly once.
+    the next leader. Another request may start beside the one in flight, up to
+    ``max_in_flight``, only once a full batch of ten waits: so a long round
+    trip (a remote endpoint) does not cap the rate at ten entries per round
+    trip, and batches stay full. One thread alone pays no extra latency, and
+    each waiter is woken exactly once.
+
+    :param max_in_flight: requests in flight at once, at most.
     """
 
-    def __init__(self, send_batch: SendBatch[E]) -> None:
+    def __init__(self, send_batch: SendBatch[E], max_in_flight: int = 1) -> None:
         self._send_batch = send_batch
+        self._max_in_flight = max_in_flight
         self._lock = threading.Lock()
         self._waiting: collections.deque[_Pending[E]] = collections.deque()
-        self._sending = False
+        #: A full batch is waiting (wakes a leader that lingers).
+        self._arrived = threading.Condition(self._lock)
+        #: A request completed (wakes a leader whose entry another one sent).
+        self._completed = threading.Condition(self._lock)
+        self._leaders = 0
+        #: Running average of a request's round trip, in seconds.
+        self._seconds = 0.0
 
-    def call(self, entry: E) -> tuple[str, str] | None:
-        """Send ``entry``; return None on success or the ``(code, message)`` error."""
+    def call(self, entry: E, linger: float = 0.0) -> tuple[str, str] | None:
+        """Send ``entry``; return None on success or the ``(code, message)`` error.
+
+        :param linger: when this call leads, how long it may wait for more
+            entries before sending a batch that is not full (seconds); ignored
+            while requests are slow, as batches then fill in flight.
+        """
         me = _Pending(entry)
         with self._lock:
             self._waiting.append(me)
-            lead = not self._sending
-            self._sending = True
-        if not lead:
+            full = len(self._waiting) >= MAX_BATCH_ENTRIES
+            if self._leaders == 0 or (full and self._leaders < self._max_in_flight):
+                self._leaders += 1
+                me.leading = True
+            elif full:
+                self._arrived.notify()
+        if not me.leading:
             me.wake.acquire()
-            if me.done:
+            if not me.leading:
                 return me.error
+        if self._seconds >= SLOW_REQUEST_SECONDS:
+            linger = 0.0
         try:
-            while not me.done:
-                self._send_next_batch(me)
+            self._lead(me, linger)
         finally:
             with self._lock:
-                if not me.done:  # interrupted before our own entry went out
+                if not me.done and me in self._waiting:  # interrupted
                     self._waiting.remove(me)
-                if self._waiting:
-                    self._waiting[0].wake.release()  # the next leader
+                successor = next((p for p in self._waiting if not p.leading), None)
+                if successor is not None:
+                    successor.leading = True
+                    successor.wake.release()
                 else:
-                    self._sending = False
+                    self._leaders -= 1
         return me.error
 
-    def _send_next_batch(self, me: _Pending[E]) -> None:
-        with self._lock:
-            count = min(MAX_BATCH_ENTRIES, len(self._waiting))
-            batch = [self._waiting.popleft() for _ in range(count)]
-        results: list[tuple[str, str] | None] = [("Interrupted", "not sent")] * count
+    def _lead(self, me: _Pending[E], linger: float) -> None:
+        """Send batches from the front of the queue until ``me`` is sent."""
+        while True:
+            with self._lock:
+                if me.done:
+                    return
+                if linger > 0 and len(self._waiting) < MAX_BATCH_ENTRIES:
+                    self._arrived.wait_for(
+                        lambda: len(self._waiting) >= MAX_BATCH_ENTRIES, linger
+                    )
+                count = min(MAX_BATCH_ENTRIES, len(self._waiting))
+                if count == 0:
+                    # Our entry travels in another leader's request.
+                    self._completed.wait_for(lambda: me.done)
+                    return
+                batch = [self._waiting.popleft() for _ in range(count)]
+            self._send_and_report(batch, me)
+
+    def _send_and_report(self, batch: list[_Pending[E]], me: _Pending[E]) -> None:
+        results: list[tuple[str, str] | None] = [("Interrupted", "not sent")] * len(
+            batch
+        )
+        started = time.monotonic()
         try:
             results = self._send(batch)
         finally:
-            for item, error in zip(batch, results, strict=True):
-                item.error = error
-                item.done = True
-                if item is not me:
-                    item.wake.release()
+            with self._lock:
+                self._seconds += 0.2 * (time.monotonic() - started - self._seconds)
+                for item, error in zip(batch, results, strict=True):
+                    item.error = error
+                    item.done = True
+                    if item is not me and not item.leading:
+                        item.wake.release()
+                self._completed.notify_all()
 
     def _send(self, batch: list[_Pending[E]]) -> list[tuple[str, str] | None]:
         try:
@@ -93,42 +140,6 @@ class GroupCommit(t.Generic[E]):
         except Exception as exc:
             error = (error_code(exc), str(exc))
             return [error] * len(batch)
-
-
-class ShardedGroupCommit(t.Generic[E]):
-    """Several :class:`GroupCommit` lanes, so batch requests travel in parallel.
-
-    One lane sends one request at a time; when a request's round trip is long
-    (an SQS endpoint in another zone, a slow network), one lane caps the rate
-    at ten entries per round trip. While requests take longer than
-    :data:`SLOW_REQUEST_SECONDS` on average, calling threads spread over every
-    lane (each thread keeps to its own); on a fast endpoint they all share the
-    first lane, whose batches then fill best.
-    """
-
-    def __init__(self, send_batch: SendBatch[E], lanes: int = 4) -> None:
-        self._send_batch = send_batch
-        self._lanes = [GroupCommit(self._timed_send) for _ in range(lanes)]
-        self._next = itertools.count()
-        self._mine = threading.local()
-        self._seconds = 0.0
-
-    def call(self, entry: E) -> tuple[str, str] | None:
-        """Send ``entry``; see :meth:`GroupCommit.call`."""
-        index: int | None = getattr(self._mine, "index", None)
-        if index is None:
-            index = self._mine.index = next(self._next)
-        if self._seconds < SLOW_REQUEST_SECONDS:
-            index = 0
-        return self._lanes[index % len(self._lanes)].call(entry)
-
-    def _timed_send(self, entries: list[E]) -> list[tuple[str, str] | None]:
-        started = time.monotonic()
-        try:
-            return self._send_batch(entries)
-        finally:
-            elapsed = time.monotonic() - started
-            self._seconds += 0.2 * (elapsed - self._seconds)
 
 
 def error_code(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ import threading
 import typing as t
 
 from ._job import JSONObject
+from ._queue import is_finite_number
 
 #: A handler takes the job's payload; it may be a coroutine function.
 HandlerFunc: t.TypeAlias = cabc.Callable[[JSONObject], object]
@@ -32,11 +33,10 @@ class JobHandler:
         if not callable(self.func):
             raise TypeError(f"a handler must be callable; got {self.func!r}")
         limit = self.max_runtime_seconds
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0
-        ):
+        if limit is not None and (not is_finite_number(limit) or limit <= 0):
             raise ValueError(
-                f"max_runtime_seconds must be a positive number or None; got {limit!r}"
+                "max_runtime_seconds must be a positive, finite number or None;"
+                f" got {limit!r}"
             )
 
 

@@ -4,19 +4,27 @@
 its polling loop keeps completing receives (empty or not) or is busy on a job,
 so a long job never fails the check and a worker stuck failing its receives
 does. ``/status`` adds the details as JSON, including queues that keep
-failing while the others are served.
+failing while the others are served, with each error's class and AWS error
+code but never its message (which may name the account).
+
+The server (:mod:`._probe_http`) bounds what any client can hold: its
+connections, the time to send a request and to read the answer, the size of a
+request. No client can starve the probe or take the file descriptors the
+worker needs for its SQS calls.
 """
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
+import re
 import time
 import typing as t
 
 import structlog
 
+from ._probe_http import ProbeServer
+from ._probe_http import Reply
+from ._queue_options import is_finite_number
 from ._worker import JobWorker
 
 if t.TYPE_CHECKING:
@@ -30,7 +38,8 @@ class HealthServer:
 
     :param worker: the worker to report on.
     :param host: the address to listen on (``0.0.0.0`` for a probe from
-        outside the container's network namespace, e.g. Kubernetes).
+        outside the container's network namespace, e.g. Kubernetes; for
+        in-cluster probes only, never exposed publicly).
     :param port: the port; 0 picks a free one (see :attr:`port`).
     :param max_age: seconds without a completed receive, while no job runs,
         after which ``/healthz`` answers 503.
@@ -48,28 +57,26 @@ class HealthServer:
         metrics: PrometheusMetrics | None = None,
     ) -> None:
         self.worker = worker
+        if not is_finite_number(max_age) or max_age <= 0:
+            raise ValueError(
+                f"max_age must be a positive, finite number of seconds; got {max_age!r}"
+            )
         self.max_age = max_age
         self.metrics = metrics
         self._started = time.monotonic()
-        self._server = http.server.ThreadingHTTPServer((host, port), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="sqs-jobs-health", daemon=True
-        )
+        self._server = ProbeServer(host, port, self._answer, name="sqs-jobs-health")
 
     @property
     def port(self) -> int:
         """The port the server listens on."""
-        return int(self._server.server_address[1])
+        return self._server.port
 
     def start(self) -> None:
-        self._thread.start()
+        self._server.start()
         log.info("health_server_started", port=self.port)
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._server.stop()
 
     def check(self) -> tuple[bool, str]:
         """Return ``(healthy, reason)`` per the rule above."""
@@ -100,46 +107,43 @@ class HealthServer:
             "queues": {
                 name: {
                     "consecutive_receive_failures": count,
-                    "last_error": errors.get(name),
+                    "last_error": public_error(errors.get(name)),
                 }
                 for name, count in failures.items()
             },
         }
 
+    def _answer(self, path: str) -> Reply:
+        if path == "/healthz":
+            healthy, reason = self.check()
+            return Reply(200 if healthy else 503, reason.encode())
+        if path == "/status":
+            status = self.status()
+            body = json.dumps(status, indent=2).encode()
+            return Reply(200 if status["healthy"] else 503, body, "application/json")
+        if path == "/metrics" and self.metrics is not None:
+            body, content_type = self.metrics.render()
+            return Reply(200, body, content_type)
+        if path == "/metrics":
+            return Reply(404, _NO_METRICS)
+        return Reply(404, b"not found\n")
 
-def _handler(server: HealthServer) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/healthz":
-                healthy, reason = server.check()
-                self._reply(200 if healthy else 503, reason, "text/plain")
-            elif path == "/status":
-                status = server.status()
-                code = 200 if status["healthy"] else 503
-                self._reply(code, json.dumps(status, indent=2), "application/json")
-            elif path == "/metrics" and server.metrics is not None:
-                body, content_type = server.metrics.render()
-                self._reply(200, body, content_type)
-            elif path == "/metrics":
-                self._reply(
-                    404,
-                    'metrics need the "metrics" extra: pip install'
-                    ' "flask-sqs-jobs[metrics]"\n',
-                    "text/plain",
-                )
-            else:
-                self._reply(404, "not found\n", "text/plain")
 
-        def _reply(self, status: int, body: str | bytes, content_type: str) -> None:
-            data = body.encode() if isinstance(body, str) else body
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+def public_error(error: str | None) -> str | None:
+    """``error`` (``"<class>: <message>"``) without its message, which may name
+    the account (an AccessDenied names the caller's ARN): the class and, for
+    an answer from AWS, its error code, e.g. ``"ClientError: AccessDenied"``.
+    """
+    if error is None:
+        return None
+    kind, _, message = error.partition(": ")
+    if not kind.isidentifier():
+        return "Error"
+    code = _AWS_ERROR_CODE.match(message)
+    return f"{kind}: {code.group(1)}" if code else kind
 
-        def log_message(self, format: str, *args: t.Any) -> None:
-            pass  # probes every few seconds would drown the worker's own logs
 
-    return Handler
+_AWS_ERROR_CODE = re.compile(r"An error occurred \(([A-Za-z0-9._-]{1,100})\)")
+_NO_METRICS = (
+    b'metrics need the "metrics" extra: pip install "flask-sqs-jobs[metrics]"\n'
+)

@@ -9,6 +9,9 @@ import time
 
 import structlog
 
+from ._lease import Lease as Lease
+from ._lease import MAX_RUNTIME_EXCEEDED as MAX_RUNTIME_EXCEEDED
+from ._lease import VISIBILITY_WINDOW_ENDED as VISIBILITY_WINDOW_ENDED
 from ._queue import CallError
 from ._queue import is_lost_ownership
 from ._queue import SqsQueue
@@ -21,64 +24,6 @@ _BATCH_WINDOW = 0.25
 #: Extension calls in flight at once: a slow or retried call (throttling,
 #: latency) must not hold back the extensions of the other leases.
 _CONCURRENT_CALLS = 4
-
-MAX_RUNTIME_EXCEEDED = "max_runtime_exceeded"
-
-
-class Lease:
-    """One received message the worker holds, running or waiting for a slot.
-
-    While a lease is tracked, the heartbeat extends the message's visibility
-    every ``visibility_timeout / 3`` seconds. A lease fails when an extension
-    fails or its job runs past ``max_runtime_seconds``; from then on the
-    worker no longer owns the message and must not delete it.
-    """
-
-    __slots__ = (
-        "abort",
-        "failure",
-        "in_flight",
-        "interval",
-        "job_deadline",
-        "message_id",
-        "next_due",
-        "queue",
-        "queue_name",
-        "receipt_handle",
-        "received_at",
-        "settling",
-        "tracked",
-        "visibility_timeout",
-    )
-
-    def __init__(
-        self,
-        queue: SqsQueue,
-        queue_name: str,
-        receipt_handle: str,
-        message_id: str,
-        received_at: float,
-    ) -> None:
-        self.queue = queue
-        self.queue_name = queue_name
-        self.receipt_handle = receipt_handle
-        self.message_id = message_id
-        self.received_at = received_at
-        self.visibility_timeout = queue.visibility_timeout or 0
-        self.interval = self.visibility_timeout / 3
-        self.next_due = received_at + self.interval
-        self.job_deadline: float | None = None
-        self.abort: threading.Event | None = None
-        #: Why the worker lost the message (an error or MAX_RUNTIME_EXCEEDED).
-        self.failure: str | None = None
-        self.tracked = False
-        self.in_flight = False
-        #: Its job is over and the message is being deleted (see Heartbeat.freeze).
-        self.settling = False
-
-    @property
-    def failed(self) -> bool:
-        return self.failure is not None
 
 
 class Heartbeat:
@@ -241,6 +186,13 @@ class Heartbeat:
         for lease in list(self._leases):
             if lease.job_deadline is not None and now >= lease.job_deadline:
                 self._fail(lease, MAX_RUNTIME_EXCEEDED, lost=False)
+            elif lease.window_closes_at - now <= 1:
+                # SQS grants no more: the last extension ends about now.
+                if lease.settling:
+                    lease.tracked = False
+                    self._leases.discard(lease)
+                else:
+                    self._fail(lease, VISIBILITY_WINDOW_ENDED, lost=False)
             elif (
                 not lease.in_flight
                 and lease.next_due - now <= lease.interval * _BATCH_WINDOW
@@ -270,6 +222,7 @@ class Heartbeat:
                 ),
                 default=float("inf"),
             ),
+            min(lease.window_closes_at - 1 for lease in self._leases),
         )
         return None if wake == float("inf") else max(0.0, wake - now)
 
@@ -300,7 +253,11 @@ class Heartbeat:
                 sent_at = time.monotonic()
                 errors = queue.change_visibility_many(
                     [
-                        (lease.receipt_handle, lease.visibility_timeout)
+                        (
+                            lease.receipt_handle,
+                            # Never 0 (visible at once): _take_due left a second.
+                            max(1, lease.cap_visibility(lease.visibility_timeout)),
+                        )
                         for lease in chunk
                     ]
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import threading
 import typing as t
 
 from ._job import Job
@@ -95,11 +96,52 @@ def _bind_poll_step(
     return call
 
 
+#: The trace-injecting middleware types this process has enqueued with.
+_trace_injectors: list[type[JobMiddleware]] = []
+_trace_injectors_lock = threading.Lock()
+
+
 def check_single_trace_injector(middleware: cabc.Sequence[JobMiddleware]) -> None:
-    """Raise ``ValueError`` if more than one middleware injects trace headers."""
-    injectors = [type(m).__name__ for m in middleware if m.injects_trace_headers]
+    """Raise ``ValueError`` if more than one trace-injecting middleware is in use.
+
+    The rule holds for the whole process: the first enqueue through a
+    trace-injecting middleware registers its type, and an enqueue through a
+    middleware of another type (another queue group, another app) raises,
+    naming both. The same type again, in any number of groups, is fine; so is
+    a subclass of the registered type, or the type of a registered subclass.
+    """
+    injectors = [type(m) for m in middleware if m.injects_trace_headers]
     if len(injectors) > 1:
         raise ValueError(
             "only one trace-injecting middleware may be active per process; got"
-            f" {', '.join(injectors)}. Keep the one for your tracing vendor."
+            f" {', '.join(kind.__name__ for kind in injectors)}. Keep the one for"
+            " your tracing vendor."
         )
+    if not injectors:
+        return
+    (kind,) = injectors
+    with _trace_injectors_lock:
+        for known in _trace_injectors:
+            if issubclass(kind, known) or issubclass(known, kind):
+                return
+        if _trace_injectors:
+            raise ValueError(
+                "only one trace-injecting middleware may be active per process;"
+                f" {_qualified(_trace_injectors[0])} is already in use and"
+                f" {_qualified(kind)} was asked to enqueue. Use the same tracing"
+                " middleware in every queue group and app of the process."
+            )
+        _trace_injectors.append(kind)
+
+
+def _qualified(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _reset_trace_injectors() -> None:
+    """Forget the trace-injecting middleware in use (for tests).
+
+    :meta private:
+    """
+    with _trace_injectors_lock:
+        _trace_injectors.clear()

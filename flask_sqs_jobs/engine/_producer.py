@@ -9,18 +9,23 @@ import typing as t
 
 from ._job import Job
 from ._job import JSONObject
+from ._message_attributes import check_message_attributes
 from ._offloading import check_room
 from ._queue import SqsQueue
 from ._wire import build_attributes
 from ._wire import dump_json
 from ._wire import encode_body
 from ._wire import MAX_DELAY_SECONDS
-from ._wire import MAX_MESSAGE_ATTRIBUTES
 from ._wire import message_size
 from ._wire import MessageAttributes
 
 #: The longest MessageGroupId / MessageDeduplicationId SQS accepts.
 MAX_ID_LENGTH = 128
+#: How far ahead a job may be deferred (``run_at`` or ``delay_seconds``): one
+#: year. A deferred job is re-sent every 15 minutes until due, so a date
+#: decades ahead (a unit mix-up, milliseconds for seconds) would cost SQS
+#: calls for ever instead of failing where it was made.
+MAX_DEFERRAL_SECONDS = 365 * 24 * 3600
 
 _OPTION_NAMES = frozenset(
     {
@@ -148,7 +153,7 @@ def check_options(
         message_deduplication_id=dedup_id,
         delay_seconds=delay,
         run_at=body_run_at,
-        message_attributes=_check_message_attributes(options.get("message_attributes")),
+        message_attributes=check_message_attributes(options.get("message_attributes")),
     )
 
 
@@ -177,8 +182,11 @@ def _resolve_delay(
                 "delay_seconds must be an int number of seconds; got"
                 f" {type(delay_seconds).__name__}"
             )
-        if delay_seconds < 0:
-            raise ValueError(f"delay_seconds must be >= 0; got {delay_seconds}")
+        if not 0 <= delay_seconds <= MAX_DEFERRAL_SECONDS:
+            raise ValueError(
+                f"delay_seconds must be 0..{MAX_DEFERRAL_SECONDS} (365 days, the"
+                f" longest deferral); got {delay_seconds}"
+            )
         if delay_seconds <= MAX_DELAY_SECONDS:
             return delay_seconds, None
         run_at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=delay_seconds)
@@ -196,43 +204,14 @@ def _resolve_delay(
         # The body carries run_at in UTC; year 9999 at -14:00 has no UTC form.
         raise ValueError(f"run_at is out of range once in UTC; got {run_at}") from None
     remaining = (run_at - dt.datetime.now(dt.UTC)).total_seconds()
+    if remaining > MAX_DEFERRAL_SECONDS:
+        raise ValueError(
+            "run_at may be at most 365 days ahead (the longest deferral); got"
+            f" {run_at.isoformat()}, {remaining / 86400:,.0f} days ahead"
+        )
     if remaining <= MAX_DELAY_SECONDS:
         return max(0, math.ceil(remaining)), None
     return MAX_DELAY_SECONDS, run_at
-
-
-def _check_message_attributes(attributes: object) -> MessageAttributes | None:
-    if attributes is None:
-        return None
-    if not isinstance(attributes, dict):
-        raise TypeError(
-            "message_attributes must be a dict of name ->"
-            " {'DataType': ..., 'StringValue': ...};"
-            f" got {type(attributes).__name__}"
-        )
-    if len(attributes) > MAX_MESSAGE_ATTRIBUTES:
-        raise ValueError(
-            f"message_attributes has {len(attributes)} attributes; SQS allows at most"
-            f" {MAX_MESSAGE_ATTRIBUTES} per message"
-        )
-    for name, attribute in attributes.items():
-        if not isinstance(name, str) or not name:
-            raise TypeError(
-                f"message attribute names must be non-empty str; got {name!r}"
-            )
-        if (
-            not isinstance(attribute, dict)
-            or not isinstance(attribute.get("DataType"), str)
-            or ("StringValue" not in attribute and "BinaryValue" not in attribute)
-        ):
-            raise ValueError(
-                f"message attribute {name!r} must be a dict with 'DataType' and"
-                " 'StringValue'"
-                " (or 'BinaryValue'), e.g."
-                f" {{'DataType': 'String', 'StringValue': 'x'}};"
-                f" got {attribute!r}"
-            )
-    return dict(attributes)
 
 
 def build_send_params(

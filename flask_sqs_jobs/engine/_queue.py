@@ -10,12 +10,16 @@ import urllib.parse
 
 import structlog
 
+from ._batch_calls import CallError as CallError
+from ._batch_calls import change_visibility_batch
+from ._batch_calls import delete_batch
 from ._exceptions import QueueNotFoundError
 from ._group_commit import error_code
-from ._group_commit import ShardedGroupCommit
+from ._group_commit import GroupCommit
+from ._queue_options import check_queue_options as check_queue_options
+from ._queue_options import is_finite_number as is_finite_number
 from ._wire import DEFAULT_MAX_MESSAGE_SIZE
 from ._wire import MAX_BATCH_ENTRIES
-from ._wire import MAX_VISIBILITY_TIMEOUT
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -42,6 +46,10 @@ _ATTRIBUTE_NAMES: list[t.Any] = [
     "RedrivePolicy",
 ]
 
+#: Batch requests of one kind (deletes, visibility changes) in flight at once
+#: per queue; a further one starts only when a full batch waits.
+MAX_REQUESTS_IN_FLIGHT = 8
+
 #: After a failed read of a queue's attributes, how long the defaults are used
 #: before reading again.
 ATTRIBUTES_RETRY_SECONDS = 60.0
@@ -50,9 +58,6 @@ ATTRIBUTES_RETRY_SECONDS = 60.0
 QUEUE_DOES_NOT_EXIST_CODES = frozenset(
     {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
 )
-
-#: ``(code, message)`` of a failed call, or None when it succeeded.
-CallError: t.TypeAlias = tuple[str, str] | None
 
 
 class SqsQueue:
@@ -104,9 +109,11 @@ class SqsQueue:
         self._attributes_failed_at = -ATTRIBUTES_RETRY_SECONDS
         self._lock = threading.RLock()
         self._dead_letter_url: str | None = None
-        self._deletes: ShardedGroupCommit[str] = ShardedGroupCommit(self._delete_batch)
-        self._visibility_changes = ShardedGroupCommit[tuple[str, int]](
-            self._change_visibility_batch
+        self._deletes: GroupCommit[str] = GroupCommit(
+            self._delete_batch, max_in_flight=MAX_REQUESTS_IN_FLIGHT
+        )
+        self._visibility_changes = GroupCommit[tuple[str, int]](
+            self._change_visibility_batch, max_in_flight=MAX_REQUESTS_IN_FLIGHT
         )
 
     @classmethod
@@ -314,9 +321,12 @@ class SqsQueue:
             params["VisibilityTimeout"] = self.visibility_timeout
         return self.client.receive_message(**params).get("Messages", [])
 
-    def delete(self, receipt_handle: str) -> CallError:
-        """Delete a message; concurrent calls share DeleteMessageBatch requests."""
-        return self._deletes.call(receipt_handle)
+    def delete(self, receipt_handle: str, *, linger: float = 0.0) -> CallError:
+        """Delete a message; concurrent calls share DeleteMessageBatch requests.
+
+        :param linger: how long a delete may wait for others to fill a batch.
+        """
+        return self._deletes.call(receipt_handle, linger)
 
     def change_visibility(self, receipt_handle: str, seconds: int) -> CallError:
         """Set a message's visibility timeout; concurrent calls are batched."""
@@ -327,19 +337,7 @@ class SqsQueue:
         return self._visibility_changes_send(changes)
 
     def _delete_batch(self, receipts: list[str]) -> list[CallError]:
-        if len(receipts) == 1:
-            try:
-                self.client.delete_message(QueueUrl=self.url, ReceiptHandle=receipts[0])
-            except Exception as exc:
-                return [(error_code(exc), str(exc))]
-            return [None]
-        response = self.client.delete_message_batch(
-            QueueUrl=self.url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(receipts)
-            ],
-        )
-        return _batch_errors(response, len(receipts))
+        return delete_batch(self.client, self.url, receipts)
 
     def _change_visibility_batch(
         self, changes: list[tuple[str, int]]
@@ -349,74 +347,9 @@ class SqsQueue:
     def _visibility_changes_send(
         self, changes: list[tuple[str, int]]
     ) -> list[CallError]:
-        if len(changes) == 1:
-            receipt, seconds = changes[0]
-            try:
-                self.client.change_message_visibility(
-                    QueueUrl=self.url, ReceiptHandle=receipt, VisibilityTimeout=seconds
-                )
-            except Exception as exc:
-                return [(error_code(exc), str(exc))]
-            return [None]
-        try:
-            response = self.client.change_message_visibility_batch(
-                QueueUrl=self.url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": r, "VisibilityTimeout": s}
-                    for i, (r, s) in enumerate(changes)
-                ],
-            )
-        except Exception as exc:
-            return [(error_code(exc), str(exc))] * len(changes)
-        return _batch_errors(response, len(changes))
-
-
-def _batch_errors(response: t.Mapping[str, t.Any], count: int) -> list[CallError]:
-    errors: list[CallError] = [None] * count
-    for failed in response.get("Failed", []):
-        errors[int(failed["Id"])] = (
-            failed.get("Code", "Unknown"),
-            failed.get("Message", ""),
-        )
-    return errors
+        return change_visibility_batch(self.client, self.url, changes)
 
 
 def is_lost_ownership(error: CallError) -> bool:
     """Whether a failed call means the worker no longer owns the message."""
     return error is not None and error[0] in LOST_OWNERSHIP_CODES
-
-
-def check_queue_options(
-    *,
-    max_runtime_seconds: object = 3600,
-    visibility_timeout: object = None,
-    retry_backoff_seconds: object = None,
-) -> None:
-    """Raise ``ValueError`` naming the first invalid per-queue option."""
-    if not _is_number(max_runtime_seconds) or t.cast(float, max_runtime_seconds) <= 0:
-        raise ValueError(
-            "max_runtime_seconds must be a positive number of seconds;"
-            f" got {max_runtime_seconds!r}"
-        )
-    if visibility_timeout is not None and (
-        isinstance(visibility_timeout, bool)
-        or not isinstance(visibility_timeout, int)
-        or not 0 <= visibility_timeout <= MAX_VISIBILITY_TIMEOUT
-    ):
-        raise ValueError(
-            f"visibility_timeout must be an int 0..{MAX_VISIBILITY_TIMEOUT} (the SQS"
-            " maximum), or None to use the queue's own setting;"
-            f" got {visibility_timeout!r}"
-        )
-    if retry_backoff_seconds is not None and (
-        not _is_number(retry_backoff_seconds)
-        or t.cast(float, retry_backoff_seconds) <= 0
-    ):
-        raise ValueError(
-            "retry_backoff_seconds must be a positive number, or None (off);"
-            f" got {retry_backoff_seconds!r}"
-        )
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -13,6 +13,7 @@ messages themselves.
 from __future__ import annotations
 
 import collections.abc as cabc
+import math
 import time
 
 from ._receiver import Receiver
@@ -23,6 +24,9 @@ from ._worker_state import WorkerState
 _SMOOTHING = 0.1
 #: The prefetch never exceeds this many messages per slot.
 MAX_PREFETCH_PER_SLOT = 3
+#: No prefetch while a slot frees less often than this (seconds): a held
+#: message must start soon.
+MAX_PREFETCH_WAIT = 0.5
 
 
 def max_receives_in_flight(concurrency: int) -> int:
@@ -79,18 +83,34 @@ class PipelinedReceiving:
         return capacity - state.running - state.held_count - state.reserved
 
     def worth_a_receive(self) -> bool:
-        """Whether a freed slot lets the loop start a receive (with the lock)."""
+        """Whether a receive should start now (call with the state's lock).
+
+        At once for a free slot with nothing held for it; otherwise only when
+        it can bring a fair batch, as the held messages keep the slots busy.
+        """
         return self.room() >= self._next_fetch_size()
 
     def _prefetch(self) -> int:
+        """Messages to hold beyond the free slots: a batch, so receives come in
+        batches, plus what the slots finish within a receive's round trip, so
+        no slot waits for the next batch.
+
+        None while a slot frees less often than every :data:`MAX_PREFETCH_WAIT`
+        seconds: a message held for a slow job would wait too long.
+        """
         job_seconds = self._state.job_seconds
         if job_seconds is None or self._receive_seconds is None:
             return 0
         slots = self._state.concurrency
+        if job_seconds / slots > MAX_PREFETCH_WAIT:
+            return 0
         most = MAX_PREFETCH_PER_SLOT * slots
+        batch = min(MAX_BATCH_ENTRIES, slots)
         if job_seconds <= 0:
             return most
-        return min(most, int(slots * self._receive_seconds / job_seconds))
+        # Twice what the slots finish in a round trip: receives vary.
+        covering = math.ceil(2 * slots * self._receive_seconds / job_seconds)
+        return min(most, batch + covering)
 
     def _start_receives(self) -> None:
         state = self._state
@@ -115,14 +135,15 @@ class PipelinedReceiving:
             self._receiver.submit(self._fetch, name, size)
 
     def _next_fetch_size(self) -> int:
-        """The fewest messages worth another receive (call with the lock).
-
-        The first receive takes whatever is free; more at once only when they
-        can be large, or each would carry a message or two.
-        """
-        if not self._state.fetching:
+        """The fewest messages worth another receive (call with the lock)."""
+        state = self._state
+        idle_slot = state.held_count == 0 and state.running < state.concurrency
+        if idle_slot and not state.fetching:
             return 1
-        return min(MAX_BATCH_ENTRIES, max(1, self._state.concurrency // 3))
+        prefetch = self._prefetch()
+        if prefetch:
+            return min(MAX_BATCH_ENTRIES, prefetch)
+        return min(MAX_BATCH_ENTRIES, max(1, state.concurrency // 3))
 
     def _fetch(self, name: str, size: int) -> None:
         started = time.monotonic()

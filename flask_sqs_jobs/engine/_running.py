@@ -32,6 +32,7 @@ from ._large_payloads import Pointer
 from ._middleware import compose_consume
 from ._middleware import JobMiddleware
 from ._outcome import Outcome
+from ._producer import MAX_DEFERRAL_SECONDS
 from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
 from ._wire import decode_attributes
@@ -306,6 +307,16 @@ def _due_time(decoded: DecodedBody, delivery: Delivery) -> dt.datetime | None:
     if run_at is None:
         log.warning("run_at_invalid", run_at=loggable_text(decoded.run_at, 64))
         return None
-    if (run_at - dt.datetime.now(dt.UTC)).total_seconds() <= 1:
+    ahead = (run_at - dt.datetime.now(dt.UTC)).total_seconds()
+    if ahead <= 1:
+        return None
+    if ahead > MAX_DEFERRAL_SECONDS:
+        # Another producer's run_at further ahead than enqueue allows would be
+        # re-sent every 15 minutes for years: run it now instead, and say so.
+        log.warning(
+            "run_at_too_far",
+            run_at=loggable_text(decoded.run_at, 64),
+            max_deferral_seconds=MAX_DEFERRAL_SECONDS,
+        )
         return None
     return run_at

@@ -22,6 +22,8 @@ from ._heartbeat import Heartbeat
 from ._hooks import Hooks
 from ._isolation import call_hook
 from ._large_payloads import PayloadNotFound
+from ._lease import VISIBILITY_WINDOW_SECONDS
+from ._lease import WINDOW_MARGIN_SECONDS
 from ._offloading import after_delete
 from ._outcome import Outcome
 from ._queue import CallError
@@ -62,7 +64,10 @@ class Settler:
         heartbeat: Heartbeat,
         hooks: Hooks,
         known_job_types: t.Callable[[], list[str]],
+        *,
+        delete_linger: float = 0.0,
     ) -> None:
+        self._delete_linger = delete_linger
         self._heartbeat = heartbeat
         self._hooks = hooks
         self._known_job_types = known_job_types
@@ -118,10 +123,10 @@ class Settler:
 
     def _hide_unknown(self, delivery: Delivery) -> None:
         self._heartbeat.drop(delivery.lease)
-        seconds = max(
-            UNKNOWN_JOB_TYPE_VISIBILITY, delivery.queue.visibility_timeout or 0
+        seconds = delivery.lease.cap_visibility(
+            max(UNKNOWN_JOB_TYPE_VISIBILITY, delivery.queue.visibility_timeout or 0)
         )
-        error = delivery.queue.change_visibility(delivery.receipt_handle, seconds)
+        seconds, error = _change_visibility(delivery, seconds)
         log.warning(
             "unknown_job_type_deferred",
             visibility_timeout=seconds,
@@ -188,16 +193,21 @@ class Settler:
             moved = self._dead_letter(delivery, result.exception)
             if moved is not None:
                 return moved
-        delay = _retry_delay(delivery, result.exception)
-        if delay is not None:
-            error = delivery.queue.change_visibility(delivery.receipt_handle, delay)
+        wanted = _retry_delay(delivery, result.exception)
+        if wanted is not None:
+            delay = delivery.lease.cap_visibility(wanted)
+            if delay < wanted:
+                result.fields["retry_capped_from_seconds"] = wanted
+            delay, error = _change_visibility(delivery, delay, visible_now=wanted == 0)
             result.fields["retry_in_seconds"] = delay
             if error is not None:
                 result.fields["visibility_error"] = describe(error)
         return result
 
     def _delete(self, delivery: Delivery, result: Settled) -> Settled:
-        error = delivery.queue.delete(delivery.receipt_handle)
+        error = delivery.queue.delete(
+            delivery.receipt_handle, linger=self._delete_linger
+        )
         if error is None:
             return result
         result.fields.update(
@@ -267,12 +277,43 @@ def _retry_delay(delivery: Delivery, exception: BaseException | None) -> int | N
     base = delivery.queue.retry_backoff_seconds
     if base is None:
         return None
+    # Both bounded first, so that no receive count or base can overflow.
     exponent = min(max(0, delivery.receive_count - 1), 64)
-    delay = min(MAX_VISIBILITY_TIMEOUT, base * 2.0**exponent)
+    delay = min(
+        MAX_VISIBILITY_TIMEOUT, min(base, MAX_VISIBILITY_TIMEOUT) * 2.0**exponent
+    )
     # Whole seconds within [d, 2d], as SQS takes only ints.
     low = math.ceil(delay)
     high = max(low, math.floor(min(MAX_VISIBILITY_TIMEOUT, 2 * delay)))
     return random.randint(low, high)
+
+
+def _change_visibility(
+    delivery: Delivery, seconds: int, *, visible_now: bool = False
+) -> tuple[int, CallError]:
+    """Set the visibility, already capped to the receive's 12 hours.
+
+    Returns the seconds set and the error. A cap of 0 means the window is
+    spent: SQS would refuse more, and 0 would make the message visible at
+    once, so nothing is sent. Only a caller asking for 0 gets 0. A server that
+    counts the 12 hours from the send instead (moto does) refuses a message
+    that waited long in the queue: the change is then sent again within that
+    stricter window, rather than leaving the message soon visible.
+    """
+    if seconds == 0 and not visible_now:
+        return 0, None
+    error = delivery.queue.change_visibility(delivery.receipt_handle, seconds)
+    if error is None or error[0] != "InvalidParameterValue" or seconds == 0:
+        return seconds, error
+    sent_at = delivery.sent_at
+    if sent_at is None:
+        return seconds, error
+    left = math.floor(
+        sent_at + VISIBILITY_WINDOW_SECONDS - WINDOW_MARGIN_SECONDS - time.time()
+    )
+    if not 0 < left < seconds:
+        return seconds, error
+    return left, delivery.queue.change_visibility(delivery.receipt_handle, left)
 
 
 def _is_last_receive(delivery: Delivery) -> bool:

@@ -24,7 +24,7 @@ log = structlog.get_logger(__name__)
 #: Threads per slot. A thread whose job is settling (a delete's round trip) no
 #: longer holds its slot; at a high rate many jobs settle at once, and each
 #: waits for its delete, so the slots need more threads than one each.
-SETTLING_THREADS_PER_SLOT = 4
+SETTLING_THREADS_PER_SLOT = 6
 
 
 class JobProcessing:

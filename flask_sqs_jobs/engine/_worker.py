@@ -13,6 +13,7 @@ import collections.abc as cabc
 import contextvars
 import threading
 import time
+import typing as t
 
 import structlog
 
@@ -25,6 +26,7 @@ from ._hooks import MultiHooks
 from ._isolation import call_hook
 from ._middleware import compose_poll
 from ._queue_group import QueueGroup
+from ._queue_options import is_finite_number
 from ._receive_health import MAX_RECEIVE_FAILURES
 from ._receive_health import ReceiveHealth
 from ._receive_in_order import InOrderReceiving
@@ -43,6 +45,11 @@ from ._wire import MAX_WAIT_SECONDS
 from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
+
+#: With several slots, how long a job's delete may wait for others to share
+#: its DeleteMessageBatch request. The slot is already free by then, so the
+#: wait costs no throughput, only requests.
+DELETE_LINGER_SECONDS = 0.01
 
 EXIT_OK = 0
 EXIT_RECEIVE_FAILURES = 1
@@ -127,7 +134,12 @@ class JobWorker:
         self.stop_event = state.stop_event
         processing = JobProcessing(
             JobRunner(self._handlers, queues.middleware, self._heartbeat, self._hooks),
-            Settler(self._heartbeat, self._hooks, lambda: sorted(self._handlers)),
+            Settler(
+                self._heartbeat,
+                self._hooks,
+                lambda: sorted(self._handlers),
+                delete_linger=DELETE_LINGER_SECONDS if concurrency > 1 else 0.0,
+            ),
             self._heartbeat,
             state,
         )
@@ -303,11 +315,9 @@ def _check_arguments(
     ):
         raise ValueError(f"concurrency must be an int >= 1; got {concurrency!r}")
     if shutdown_timeout is not None and (
-        isinstance(shutdown_timeout, bool)
-        or not isinstance(shutdown_timeout, int | float)
-        or shutdown_timeout < 0
+        not is_finite_number(shutdown_timeout) or t.cast(float, shutdown_timeout) < 0
     ):
         raise ValueError(
-            "shutdown_timeout must be a number of seconds >= 0, or None to wait"
-            f" for running jobs; got {shutdown_timeout!r}"
+            "shutdown_timeout must be a finite number of seconds >= 0, or None to"
+            f" wait for running jobs; got {shutdown_timeout!r}"
         )

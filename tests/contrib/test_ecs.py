@@ -356,3 +356,32 @@ def test_a_paused_worker_receives_nothing_and_stops_at_once(
     assert status == [0]
     assert ran == []
     assert message_count(sqs, url) == 1
+
+
+def test_the_ecs_client_may_be_passed_positionally(
+    ecs: tuple[ECSClient, Stubber],
+    metadata: MetadataServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(METADATA_URI_ENV, metadata.uri)
+    expect_check(ecs[1], task("new", 8))
+    polls = Polls()
+
+    EcsDrainMiddleware(ecs[0], pause_seconds=PAUSE).poll(polls)
+
+    assert polls.count == 0
+    ecs[1].assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("client", [30, "ecs", object()])
+def test_something_other_than_an_ecs_client_is_refused(client: t.Any) -> None:
+    with pytest.raises(TypeError, match=r'boto3\.client\("ecs"\)'):
+        EcsDrainMiddleware(client)
+
+
+def test_the_ecs_client_given_twice_is_a_type_error(
+    ecs: tuple[ECSClient, Stubber],
+) -> None:
+    kwargs: dict[str, t.Any] = {"ecs_client": ecs[0]}
+    with pytest.raises(TypeError, match="multiple values"):
+        EcsDrainMiddleware(ecs[0], **kwargs)

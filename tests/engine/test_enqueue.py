@@ -145,6 +145,24 @@ def test_caller_message_attributes_win_over_propagation_attributes(
     assert attributes["traceparent"]["StringValue"] == "from-caller"
 
 
+def test_every_kind_of_attribute_sqs_accepts_is_sent(
+    sqs: SQSClient, queue_url: str
+) -> None:
+    attributes: dict[str, dict[str, t.Any]] = {
+        "tenant": {"DataType": "String", "StringValue": "acme"},
+        "price.eur": {"DataType": "Number.float", "StringValue": "-1.5"},
+        "count": {"DataType": "Number", "StringValue": "42"},
+        "blob_v-2": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
+        "Amazonian": {"DataType": "String.custom", "StringValue": "not reserved"},
+    }
+
+    one_queue_group(sqs, queue_url).enqueue(
+        "jobs", "ping", {}, message_attributes=attributes
+    )
+
+    assert only_message(sqs, queue_url)["MessageAttributes"] == attributes
+
+
 def test_propagation_attributes_beyond_ten_are_dropped_from_the_end_with_a_warning(
     sqs: SQSClient, queue_url: str, logs: list[EventDict]
 ) -> None:
@@ -187,6 +205,133 @@ def test_enqueue_logs_job_enqueued_with_queue_job_type_and_message_id(
 
 
 NAIVE = dt.datetime(2030, 1, 1, 12, 0)
+STRING = "String"
+#: (id, name, attribute, error, message) of attributes SQS or botocore refuse.
+BAD_ATTRIBUTES: list[tuple[str, t.Any, t.Any, type[Exception], str]] = [
+    ("int StringValue", "a", {"DataType": STRING, "StringValue": 5}, TypeError, "str"),
+    (
+        "bytes StringValue",
+        "a",
+        {"DataType": STRING, "StringValue": b"x"},
+        TypeError,
+        "str",
+    ),
+    ("int Number", "a", {"DataType": "Number", "StringValue": 5}, TypeError, "str"),
+    (
+        "str BinaryValue",
+        "a",
+        {"DataType": "Binary", "BinaryValue": "x"},
+        TypeError,
+        "bytes",
+    ),
+    (
+        "Binary as StringValue",
+        "a",
+        {"DataType": "Binary", "StringValue": "x"},
+        ValueError,
+        "'BinaryValue'",
+    ),
+    (
+        "String as BinaryValue",
+        "a",
+        {"DataType": STRING, "BinaryValue": b"x"},
+        ValueError,
+        "'StringValue'",
+    ),
+    (
+        "both values",
+        "a",
+        {"DataType": STRING, "StringValue": "x", "BinaryValue": b"x"},
+        ValueError,
+        "exactly",
+    ),
+    (
+        "unknown DataType",
+        "a",
+        {"DataType": "Text", "StringValue": "x"},
+        ValueError,
+        "DataType",
+    ),
+    (
+        "lower-case DataType",
+        "a",
+        {"DataType": "string", "StringValue": "x"},
+        ValueError,
+        "DataType",
+    ),
+    (
+        "bad custom label",
+        "a",
+        {"DataType": "String.a b", "StringValue": "x"},
+        ValueError,
+        "DataType",
+    ),
+    ("empty value", "a", {"DataType": STRING, "StringValue": ""}, ValueError, "empty"),
+    (
+        "control character",
+        "a",
+        {"DataType": STRING, "StringValue": "\x00"},
+        ValueError,
+        "refuses",
+    ),
+    (
+        "not a number",
+        "a",
+        {"DataType": "Number", "StringValue": "five"},
+        ValueError,
+        "decimal",
+    ),
+    (
+        "NaN number",
+        "a",
+        {"DataType": "Number", "StringValue": "NaN"},
+        ValueError,
+        "decimal",
+    ),
+    ("int name", 5, {"DataType": STRING, "StringValue": "x"}, TypeError, "names"),
+    (
+        "name too long",
+        "a" * 257,
+        {"DataType": STRING, "StringValue": "x"},
+        ValueError,
+        "257",
+    ),
+    (
+        "name with a space",
+        "a b",
+        {"DataType": STRING, "StringValue": "x"},
+        ValueError,
+        "letters",
+    ),
+    (
+        "AWS. name",
+        "AWS.trace",
+        {"DataType": STRING, "StringValue": "x"},
+        ValueError,
+        "reserved",
+    ),
+    (
+        "amazon. name",
+        "amazon.x",
+        {"DataType": STRING, "StringValue": "x"},
+        ValueError,
+        "reserved",
+    ),
+    (
+        "name with ..",
+        "a..b",
+        {"DataType": STRING, "StringValue": "x"},
+        ValueError,
+        r"'\.\.'",
+    ),
+    (
+        "name ending in .",
+        "a.",
+        {"DataType": STRING, "StringValue": "x"},
+        ValueError,
+        r"'\.'",
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -206,6 +351,27 @@ NAIVE = dt.datetime(2030, 1, 1, 12, 0)
         pytest.param({"delay_seconds": 1.5}, TypeError, "delay_seconds", id="float"),
         pytest.param({"delay_seconds": "5"}, TypeError, "delay_seconds", id="str"),
         pytest.param({"delay_seconds": True}, TypeError, "delay_seconds", id="bool"),
+        pytest.param(
+            {"delay_seconds": 10**20}, ValueError, "delay_seconds", id="huge delay"
+        ),
+        pytest.param(
+            {"delay_seconds": 365 * 86400 + 1},
+            ValueError,
+            r"delay_seconds must be 0\.\.31536000 \(365 days",
+            id="delay past a year",
+        ),
+        pytest.param(
+            {"run_at": dt.datetime(2999, 1, 1, tzinfo=dt.UTC)},
+            ValueError,
+            "run_at may be at most 365 days ahead",
+            id="run_at centuries ahead",
+        ),
+        pytest.param(
+            {"run_at": dt.datetime.now(dt.UTC) + dt.timedelta(days=366)},
+            ValueError,
+            "run_at may be at most 365 days ahead",
+            id="run_at past a year",
+        ),
         pytest.param({"run_at": NAIVE}, ValueError, "run_at", id="naive run_at"),
         pytest.param({"run_at": "2030-01-01"}, TypeError, "run_at", id="str run_at"),
         pytest.param(
@@ -236,6 +402,15 @@ NAIVE = dt.datetime(2030, 1, 1, 12, 0)
             "message attribute",
             id="malformed message attribute",
         ),
+        *[
+            pytest.param(
+                {"message_attributes": {name: attribute}},
+                error,
+                named,
+                id=case,
+            )
+            for case, name, attribute, error, named in BAD_ATTRIBUTES
+        ],
         pytest.param(
             {
                 "message_attributes": {

@@ -646,6 +646,25 @@ class TestDeferral:
         assert message_count(sqs, queue_url) == 0
         assert only_event(logs, "run_at_invalid")["log_level"] == "warning"
 
+    def test_a_job_whose_run_at_is_centuries_ahead_runs_now_and_is_not_resent(
+        self, sqs: SQSClient, queue_url: str, logs: list[EventDict]
+    ) -> None:
+        """Another producer's run_at past enqueue's one-year limit is not
+        re-sent every 15 minutes for ever."""
+        handled: list[Payload] = []
+        body = json.dumps(
+            {"job_type": "report", "payload": {}, "run_at": "2500-01-01T00:00:00Z"}
+        )
+        sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+        spy = SpyClient(sqs)
+
+        run_once(spy.client, queue_url, {"report": handled.append})
+
+        assert handled == [{}]
+        assert spy.calls_to("send_message") == []
+        assert message_count(sqs, queue_url) == 0
+        assert only_event(logs, "run_at_too_far")["log_level"] == "warning"
+
     def test_an_enqueued_deferral_is_deferred_again_by_the_worker(
         self, sqs: SQSClient, queue_url: str, logs: list[EventDict]
     ) -> None:

@@ -9,6 +9,7 @@ import pytest
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import SqsQueue
+from flask_sqs_jobs.engine import JobHandler
 
 from tests.engine.helpers import Payload
 from tests.support import create_queue
@@ -206,6 +207,27 @@ class TestConstructor:
             QueueGroup({"heavy": full})
 
         assert key in str(info.value)
+
+
+NOT_FINITE = [float("nan"), float("inf"), -float("inf"), 10**400]
+
+
+@pytest.mark.parametrize("option", ["max_runtime_seconds", "retry_backoff_seconds"])
+@pytest.mark.parametrize("value", NOT_FINITE, ids=["nan", "inf", "-inf", "10**400"])
+def test_sqs_queue_refuses_a_number_that_is_not_finite(
+    sqs: SQSClient, queue_url: str, option: str, value: float
+) -> None:
+    """NaN passes every range check (a NaN runtime limit never fires); inf and
+    ints beyond a float overflow the worker's arithmetic."""
+    options: dict[str, t.Any] = {option: value}
+    with pytest.raises(ValueError, match=f"^{option} must be a positive, finite"):
+        SqsQueue(queue_url, boto_client=sqs, **options)
+
+
+@pytest.mark.parametrize("value", NOT_FINITE, ids=["nan", "inf", "-inf", "10**400"])
+def test_a_handler_refuses_a_max_runtime_that_is_not_finite(value: float) -> None:
+    with pytest.raises(ValueError, match=r"^max_runtime_seconds must be a positive, f"):
+        JobHandler(print, max_runtime_seconds=value)
 
 
 def first_counts(group: QueueGroup, draws: int) -> collections.Counter[str]:

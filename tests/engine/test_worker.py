@@ -504,3 +504,13 @@ class TestIdlePolling:
         assert thread.join() == 0
         assert message_id in long_polled
         assert message_count(sqs, urls["low"]) == 0
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0])
+def test_a_shutdown_timeout_that_is_not_a_finite_duration_is_refused(
+    sqs: SQSClient, queue_url: str, timeout: float
+) -> None:
+    group = QueueGroup({"jobs": {"queue": SqsQueue(queue_url, boto_client=sqs)}})
+
+    with pytest.raises(ValueError, match="shutdown_timeout must be a finite number"):
+        JobWorker(group, {"ping": print}, shutdown_timeout=timeout)

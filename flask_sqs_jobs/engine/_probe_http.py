@@ -1,0 +1,324 @@
+"""A small HTTP server for health probes that no client can starve.
+
+One thread runs one :mod:`selectors` loop over every connection, so an idle,
+slow or never-reading client costs a socket, never a thread, and the limits
+below keep the process's file descriptors for its SQS calls. A new connection
+beyond :data:`MAX_CONNECTIONS` closes the oldest one not being handled, so a
+fresh probe always gets through. One ``GET`` or ``HEAD`` per connection, every
+answer with ``Connection: close``.
+
+Handlers run in the loop's thread and must be quick, except for the paths
+given as ``offload``: those run on threads of their own, at most
+:data:`MAX_OFFLOADED` at a time (beyond that: ``503``).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import contextlib
+import dataclasses
+import http
+import selectors
+import socket
+import threading
+import time
+
+#: Open connections at most (a new one closes the oldest beyond that).
+MAX_CONNECTIONS = 32
+#: Seconds from connecting to the end of the request head.
+REQUEST_TIMEOUT = 3.0
+#: Seconds to write the whole answer.
+WRITE_TIMEOUT = 3.0
+#: Bytes of request line and headers at most.
+MAX_REQUEST_BYTES = 8192
+#: Offloaded (slow) requests being handled at once at most.
+MAX_OFFLOADED = 4
+#: Seconds to wait, after answering, for the client to close first.
+_LINGER = 1.0
+#: Connections accepted per round of the loop, after the connections already
+#: accepted were read: a probe is read before a burst can push it out.
+_ACCEPTS_PER_ROUND = MAX_CONNECTIONS // 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """An answer: status, body and content type (plus extra headers)."""
+
+    status: int
+    body: bytes
+    content_type: str = "text/plain"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+#: Answers the path (without the query) of a ``GET``.
+Handler = cabc.Callable[[str], Reply]
+
+_READING, _HANDLING, _WRITING, _LINGERING = "reading", "handling", "writing", "linger"
+_LISTENER, _WAKE = object(), object()
+
+
+class _Connection:
+    __slots__ = ("deadline", "head", "out", "received", "sock", "state")
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self.sock = sock
+        self.deadline = deadline
+        self.state = _READING
+        self.received = b""
+        self.head = False
+        self.out = memoryview(b"")
+
+
+class ProbeServer:
+    """Serve ``handler`` on ``(host, port)`` (0 picks a free port) once started."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handler: Handler,
+        *,
+        offload: cabc.Collection[str] = (),
+        name: str = "sqs-jobs-health",
+    ) -> None:
+        self._handler = handler
+        self._offload = frozenset(offload)
+        self._name = name
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, port), family=family, backlog=128)
+        self._listener.setblocking(False)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ, _LISTENER)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, _WAKE)
+        #: Open connections, oldest first.
+        self._connections: dict[_Connection, None] = {}
+        self._lock = threading.Lock()
+        self._done: list[tuple[_Connection, Reply]] = []
+        self._offloaded = 0
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @property
+    def port(self) -> int:
+        return int(self._listener.getsockname()[1])
+
+    def start(self) -> None:
+        thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
+        self._thread = thread
+        thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake()
+        if self._thread is not None:
+            self._thread.join()
+        self._close_all()
+
+    def close_in_child(self) -> None:
+        """In a forked process: close the inherited sockets, leaving the
+        parent's registrations (the selector is shared with it) alone."""
+        self._close_all(unregister=False)
+
+    # -- the loop ----------------------------------------------------------
+
+    def _serve(self) -> None:
+        while not self._stopping.is_set():
+            accept = False
+            for key, events in self._selector.select(self._timeout()):
+                if key.data is _LISTENER:
+                    accept = True
+                elif key.data is _WAKE:
+                    self._finish_offloaded()
+                elif key.data not in self._connections:
+                    continue  # closed earlier in this round
+                elif events & selectors.EVENT_WRITE:
+                    self._write(key.data)
+                else:
+                    self._read(key.data)
+            if accept:
+                self._accept()
+            self._expire(time.monotonic())
+
+    def _timeout(self) -> float:
+        now = time.monotonic()
+        waits = [c.deadline - now for c in self._connections if c.state != _HANDLING]
+        return max(0.0, min([1.0, *waits]))
+
+    def _accept(self) -> None:
+        for _ in range(_ACCEPTS_PER_ROUND):
+            try:
+                sock, _address = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # out of file descriptors: let some be freed
+                self._stopping.wait(0.05)
+                return
+            if len(self._connections) >= MAX_CONNECTIONS and not self._evict():
+                sock.close()
+                continue
+            sock.setblocking(False)
+            connection = _Connection(sock, time.monotonic() + REQUEST_TIMEOUT)
+            self._connections[connection] = None
+            self._selector.register(sock, selectors.EVENT_READ, connection)
+
+    def _evict(self) -> bool:
+        for connection in self._connections:
+            if connection.state != _HANDLING:
+                self._close(connection)
+                return True
+        return False
+
+    def _expire(self, now: float) -> None:
+        expired = [
+            c for c in self._connections if c.state != _HANDLING and now >= c.deadline
+        ]
+        for connection in expired:
+            self._close(connection)
+
+    def _read(self, connection: _Connection) -> None:
+        try:
+            data = connection.sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data and connection.state == _HANDLING:
+            # Half-closed after its request: answer all the same.
+            self._selector.unregister(connection.sock)
+        elif not data:
+            self._close(connection)
+        elif connection.state == _READING:
+            connection.received += data
+            self._parse(connection)
+
+    def _parse(self, connection: _Connection) -> None:
+        received = connection.received
+        end = received.find(b"\r\n\r\n")
+        if end < 0:
+            end = received.find(b"\n\n")
+        if end < 0 and len(received) <= MAX_REQUEST_BYTES:
+            return
+        if end < 0 or end > MAX_REQUEST_BYTES:
+            self._reply(connection, _error(431, "request header fields too large"))
+            return
+        parts = received[:end].split(b"\n", 1)[0].decode("latin-1").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            self._reply(connection, _error(400, "bad request"))
+            return
+        method, target, _version = parts
+        if method not in ("GET", "HEAD"):
+            self._reply(connection, _error(405, "only GET and HEAD", allow=True))
+            return
+        if not target.startswith("/"):
+            self._reply(connection, _error(400, "bad request target"))
+            return
+        path = target.split("?", 1)[0]
+        connection.head = method == "HEAD"
+        if path not in self._offload:
+            self._reply(connection, self._handle(path))
+            return
+        with self._lock:
+            busy = self._offloaded >= MAX_OFFLOADED
+            self._offloaded += not busy
+        if busy:
+            self._reply(connection, _error(503, "busy, try again"))
+            return
+        connection.state = _HANDLING
+        threading.Thread(
+            target=self._handle_offloaded, args=(connection, path), daemon=True
+        ).start()
+
+    def _handle(self, path: str) -> Reply:
+        try:
+            return self._handler(path)
+        except Exception:
+            return _error(500, "internal error")
+
+    def _handle_offloaded(self, connection: _Connection, path: str) -> None:
+        reply = self._handle(path)
+        with self._lock:
+            self._offloaded -= 1
+            self._done.append((connection, reply))
+        self._wake()
+
+    def _finish_offloaded(self) -> None:
+        with contextlib.suppress(OSError):
+            while self._wake_r.recv(512):
+                pass
+        with self._lock:
+            done, self._done = self._done, []
+        for connection, reply in done:
+            if connection in self._connections:
+                self._reply(connection, reply)
+
+    def _reply(self, connection: _Connection, reply: Reply) -> None:
+        phrase = http.HTTPStatus(reply.status).phrase
+        lines = [
+            f"HTTP/1.1 {reply.status} {phrase}",
+            f"Content-Type: {reply.content_type}",
+            f"Content-Length: {len(reply.body)}",
+            "Connection: close",
+            *(f"{name}: {value}" for name, value in reply.headers),
+        ]
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        connection.out = memoryview(data if connection.head else data + reply.body)
+        connection.state = _WRITING
+        connection.deadline = time.monotonic() + WRITE_TIMEOUT
+        try:
+            self._selector.modify(connection.sock, selectors.EVENT_WRITE, connection)
+        except KeyError:  # half-closed while handled
+            self._selector.register(connection.sock, selectors.EVENT_WRITE, connection)
+        self._write(connection)
+
+    def _write(self, connection: _Connection) -> None:
+        try:
+            sent = connection.sock.send(connection.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._close(connection)
+            return
+        connection.out = connection.out[sent:]
+        if connection.out:
+            return
+        # Half-close, then read (and drop) until the client closes: closing
+        # with its bytes unread would reset the connection, maybe before the
+        # client read the answer.
+        with contextlib.suppress(OSError):
+            connection.sock.shutdown(socket.SHUT_WR)
+        connection.state = _LINGERING
+        connection.deadline = time.monotonic() + _LINGER
+        self._selector.modify(connection.sock, selectors.EVENT_READ, connection)
+
+    def _close(self, connection: _Connection) -> None:
+        self._connections.pop(connection, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(connection.sock)
+        connection.sock.close()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    def _close_all(self, unregister: bool = True) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for connection in list(self._connections):
+            if unregister:
+                self._close(connection)
+            else:
+                connection.sock.close()
+        self._connections.clear()
+        self._selector.close()
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            sock.close()
+
+
+def _error(status: int, message: str, allow: bool = False) -> Reply:
+    headers = (("Allow", "GET, HEAD"),) if allow else ()
+    return Reply(status, f"{message}\n".encode(), "text/plain", headers)
