@@ -92,7 +92,11 @@ def _dead_letter_lines(letter: dict[str, t.Any]) -> list[str]:
         )
     else:
         lines.append("  reason: unknown (moved by SQS's redrive policy)")
-    if letter["payload"] is not None:
+    if letter.get("offloaded_bytes") is not None:
+        lines.append(
+            f"  payload: offloaded to S3 ({printable(letter['offloaded_bytes'])} bytes)"
+        )
+    elif letter["payload"] is not None:
         lines.append(f"  payload: {json.dumps(letter['payload'], ensure_ascii=True)}")
     else:
         lines.append(f"  body (not a job): {printable(repr(letter['body']))}")

@@ -15,6 +15,7 @@ from botocore.utils import is_valid_ipv6_endpoint_url
 
 from .engine._definitions import parse_queue_definitions
 from .engine._definitions import QueueDefinition
+from .engine._large_payloads_options import check_settings
 from .engine._wire import MAX_WAIT_SECONDS
 
 PREFIX = "SQS_JOBS_"
@@ -44,6 +45,8 @@ class Config:
     request_id_header: str = "X-Request-ID"
     #: ``SQS_JOBS_EAGER``: run handlers inline at enqueue (for tests).
     eager: bool = False
+    #: ``SQS_JOBS_LARGE_PAYLOADS``: large bodies through S3, or None (off).
+    large_payloads: dict[str, t.Any] | None = None
 
 
 _KEYS = {
@@ -87,7 +90,23 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
             config.get(f"{PREFIX}REQUEST_ID_HEADER", "X-Request-ID")
         ),
         eager=_bool(config, "EAGER"),
+        large_payloads=_large_payloads(config.get(f"{PREFIX}LARGE_PAYLOADS")),
     )
+
+
+def _large_payloads(value: object) -> dict[str, t.Any] | None:
+    key = f"{PREFIX}LARGE_PAYLOADS"
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError(
+                f"{key} is a string that is not JSON: {value!r}. Set a dict such as"
+                ' {"bucket": "my-bucket"}'
+            ) from None
+    return check_settings(value, key)
 
 
 def _queues(value: object) -> dict[str, dict[str, t.Any]]:

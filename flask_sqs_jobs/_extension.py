@@ -20,6 +20,7 @@ from ._config import AWSSetupError
 from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
+from ._large_payloads_setup import make_large_payloads
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
 from .engine._batch_enqueue import JobSpec
@@ -81,6 +82,8 @@ class SQSJobs:
     :param boto_client: a boto3 SQS client to use instead of creating one from
         the configuration.
     :param middleware: :class:`JobMiddleware` instances, outermost first.
+    :param s3_client: a boto3 S3 client for ``SQS_JOBS_LARGE_PAYLOADS``, instead
+        of creating one the way boto3 creates any client.
     """
 
     def __init__(
@@ -89,8 +92,10 @@ class SQSJobs:
         *,
         boto_client: SQSClient | None = None,
         middleware: cabc.Sequence[JobMiddleware] = (),
+        s3_client: t.Any = None,
     ) -> None:
         self._boto_client = boto_client
+        self._s3_client = s3_client
         self.middleware: tuple[JobMiddleware, ...] = tuple(middleware)
         #: job type -> handler, shared by every app this instance is bound to.
         self.handlers: dict[str, JobHandler] = {}
@@ -229,6 +234,7 @@ class SQSJobs:
             middleware=self.middleware,
             hooks=state.hooks,
             resolve=False,
+            large_payloads=make_large_payloads(config, self._s3_client),
         )
 
     # -- producing -------------------------------------------------------------

@@ -49,10 +49,12 @@ def create_queues_command(max_receive_count: int) -> None:
     tooling.
     """
     from ._admin import create_queues
+    from ._large_payloads_setup import create_bucket_lines
 
     app, jobs = current_app_and_jobs()
     with sqs_errors(jobs, app):
         lines = create_queues(jobs.client(app), jobs.config(app), max_receive_count)
+        lines += create_bucket_lines(jobs.queues(app))
     for line in lines:
         click.echo(line)
 

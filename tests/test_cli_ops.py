@@ -355,6 +355,7 @@ def test_dlq_list_json_describes_each_dead_letter(
         "payload": {"user_id": 42},
         "body": None,
         "dead_letter": REASON,
+        "offloaded_bytes": None,
         "receive_count": "1",
     }
     assert counts(sqs, dlq) == (1, 0, 0)

@@ -19,6 +19,8 @@ from ._health import HealthServer
 from ._hooks import Hooks
 from ._job import Job
 from ._job import JSONObject
+from ._large_payloads import LargePayloads
+from ._large_payloads import PayloadNotFound
 from ._middleware import JobMiddleware
 from ._outcome import Outcome
 from ._queue import SqsQueue
@@ -36,8 +38,10 @@ __all__ = [
     "JobHandler",
     "JobMiddleware",
     "JobWorker",
+    "LargePayloads",
     "NonRetryableError",
     "Outcome",
+    "PayloadNotFound",
     "QueueGroup",
     "QueueNotFoundError",
     "RetryJob",

@@ -18,6 +18,8 @@ from ._job import Job
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
 from ._middleware import JobMiddleware
+from ._offloading import discard_unsent
+from ._offloading import offload_entries
 from ._producer import build_send_params
 from ._producer import check_correlation_fields
 from ._producer import check_job_type
@@ -136,11 +138,17 @@ def _stage(
 
 def _send_staged(queue: SqsQueue, staged: list[dict[str, t.Any]]) -> list[_EntryResult]:
     """Send in batches of at most ten entries and the queue's size limit each."""
+    staged, keys, refused = offload_entries(queue, staged)
     results: list[_EntryResult] = []
     limit = queue.max_message_size
     batch: list[dict[str, t.Any]] = []
     batch_size = 0
     for index, params in enumerate(staged):
+        if index in refused:
+            results.extend(_send_batch(queue, batch) if batch else [])
+            batch, batch_size = [], 0
+            results.append(refused[index])
+            continue
         size = message_size(params["MessageBody"], params.get("MessageAttributes", {}))
         if batch and (len(batch) == MAX_BATCH_ENTRIES or batch_size + size > limit):
             results.extend(_send_batch(queue, batch))
@@ -149,6 +157,7 @@ def _send_staged(queue: SqsQueue, staged: list[dict[str, t.Any]]) -> list[_Entry
         batch_size += size
     if batch:
         results.extend(_send_batch(queue, batch))
+    discard_unsent(queue, keys, results)
     return results
 
 

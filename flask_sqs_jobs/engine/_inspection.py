@@ -15,6 +15,7 @@ import typing as t
 
 import structlog
 
+from ._large_payloads import offloaded_size
 from ._queue import SqsQueue
 from ._wire import DEAD_LETTER_ATTRIBUTE
 from ._wire import decode_body
@@ -231,6 +232,7 @@ def describe_dead_letter(message: cabc.Mapping[str, t.Any]) -> dict[str, t.Any]:
         "payload": None if isinstance(decoded, str) else decoded.payload,
         "body": body if isinstance(decoded, str) else None,
         "dead_letter": reason,
+        "offloaded_bytes": offloaded_size(message),
         "sent_timestamp": system.get("SentTimestamp"),
         "receive_count": system.get("ApproximateReceiveCount"),
     }

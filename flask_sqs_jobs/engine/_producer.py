@@ -10,6 +10,7 @@ import typing as t
 from ._job import Job
 from ._job import JSONObject
 from ._message_attributes import check_message_attributes
+from ._offloading import check_room
 from ._queue import SqsQueue
 from ._wire import build_attributes
 from ._wire import dump_json
@@ -226,7 +227,8 @@ def build_send_params(
     )
     size = message_size(body, attributes)
     limit = queue.max_message_size
-    if size > limit:
+    offloaded = check_room(queue.large_payloads, queue, body, attributes)
+    if size > limit and not offloaded:
         raise ValueError(
             f"job {job.job_type!r} for queue {queue_name!r} is {size:,} bytes (body and"
             f" attributes); the queue accepts at most {limit:,} (MaximumMessageSize)."

@@ -25,6 +25,8 @@ if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+    from ._large_payloads import LargePayloads
+
 log = structlog.get_logger(__name__)
 
 #: Errors meaning "this receipt handle no longer owns the message": it was
@@ -71,6 +73,8 @@ class SqsQueue:
         visible again at once, which is handy in tests.
     :param retry_backoff_seconds: base of the exponential backoff applied when
         a handler raises; None leaves the visibility timeout to decide.
+    :param large_payloads: store bodies too large for SQS in S3
+        (:class:`~flask_sqs_jobs.engine.LargePayloads`); None sends them as is.
     """
 
     def __init__(
@@ -81,6 +85,7 @@ class SqsQueue:
         max_runtime_seconds: float = 3600,
         visibility_timeout: int | None = None,
         retry_backoff_seconds: float | None = None,
+        large_payloads: LargePayloads | None = None,
     ) -> None:
         if not isinstance(url, str) or not url:
             raise ValueError(f"url must be a non-empty queue URL string; got {url!r}")
@@ -99,6 +104,7 @@ class SqsQueue:
         self.max_runtime_seconds = max_runtime_seconds
         self.visibility_timeout = visibility_timeout
         self.retry_backoff_seconds = retry_backoff_seconds
+        self.large_payloads = large_payloads
         self._attributes: dict[str, str] | None = None
         self._attributes_failed_at = -ATTRIBUTES_RETRY_SECONDS
         self._lock = threading.RLock()
@@ -119,6 +125,7 @@ class SqsQueue:
         max_runtime_seconds: float = 3600,
         visibility_timeout: int | None = None,
         retry_backoff_seconds: float | None = None,
+        large_payloads: LargePayloads | None = None,
     ) -> t.Self:
         """Return a queue known by name; its URL is looked up on first use.
 
@@ -132,6 +139,7 @@ class SqsQueue:
             max_runtime_seconds=max_runtime_seconds,
             visibility_timeout=visibility_timeout,
             retry_backoff_seconds=retry_backoff_seconds,
+            large_payloads=large_payloads,
         )
         queue._url = None
         return queue

@@ -19,9 +19,11 @@ from ._exceptions import UnknownQueueError
 from ._hooks import Hooks
 from ._job import Job
 from ._job import JSONObject
+from ._large_payloads import LargePayloads
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
 from ._middleware import JobMiddleware
+from ._offloading import send as send_message
 from ._producer import build_send_params
 from ._producer import check_correlation_fields
 from ._producer import check_job_type
@@ -104,6 +106,7 @@ class QueueGroup:
         middleware: cabc.Sequence[JobMiddleware] = (),
         hooks: Hooks | None = None,
         resolve: bool = True,
+        large_payloads: LargePayloads | None = None,
     ) -> t.Self:
         """Build a group from queue names or URLs.
 
@@ -114,6 +117,8 @@ class QueueGroup:
 
         :param resolve: look queue names up now; with False each name is
             looked up on first use instead.
+        :param large_payloads: store bodies too large for SQS in S3, on every
+            queue of the group (see ``docs/large-payloads.md``).
         :raises TypeError, ValueError: a definition is wrong; the message names
             the queue and the key. :class:`QueueNotFoundError` (a
             ``ValueError``) when a named queue does not exist.
@@ -122,6 +127,7 @@ class QueueGroup:
         resolved: dict[str, SqsQueue] = {}
         for name, definition in definitions.items():
             queue = definition.build_queue(boto_client)
+            queue.large_payloads = large_payloads
             if resolve:
                 try:
                     queue.url  # noqa: B018 - resolves the name with GetQueueUrl
@@ -279,7 +285,7 @@ class QueueGroup:
                 job_type=job.job_type,
                 dropped=dropped,
             )
-        message_id = sqs_queue.send(params)
+        message_id = send_message(sqs_queue, params)
         job_log.info(
             "job_enqueued",
             queue=job.queue,

@@ -9,6 +9,7 @@ import structlog
 
 from ._delivery import Delivery
 from ._job import JSONObject
+from ._large_payloads import POINTER_ATTRIBUTES
 from ._untrusted import loggable_text
 from ._wire import CORRELATION_FIELDS_ATTRIBUTE
 from ._wire import DEAD_LETTER_ATTRIBUTE
@@ -75,6 +76,11 @@ def dead_letter_params(
     return params
 
 
+def _last_droppable(attributes: dict[str, JSONObject]) -> str:
+    """The last attribute that may go; a large payload's size marker never does."""
+    return next(name for name in reversed(attributes) if name not in POINTER_ATTRIBUTES)
+
+
 def _make_room(attributes: dict[str, JSONObject]) -> None:
     """Drop attributes until the ``dead_letter`` one fits, saying which went.
 
@@ -85,7 +91,7 @@ def _make_room(attributes: dict[str, JSONObject]) -> None:
     dropped: list[str] = []
     propagation = [name for name in PROPAGATION_ATTRIBUTES if name in attributes]
     while len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
-        name = propagation.pop() if propagation else next(reversed(attributes))
+        name = propagation.pop() if propagation else _last_droppable(attributes)
         del attributes[name]
         dropped.append(name)
     if not dropped:

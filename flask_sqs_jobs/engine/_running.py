@@ -28,6 +28,7 @@ from ._heartbeat import Heartbeat
 from ._hooks import Hooks
 from ._isolation import call_hook
 from ._job import Job
+from ._large_payloads import Pointer
 from ._middleware import compose_consume
 from ._middleware import JobMiddleware
 from ._outcome import Outcome
@@ -121,6 +122,8 @@ class Kind(enum.Enum):
     MALFORMED = "malformed"
     #: A job of a type this worker has no handler for.
     UNKNOWN = "unknown"
+    #: A large-payload pointer whose S3 object could not be read.
+    UNFETCHED = "unfetched"
 
 
 @dataclasses.dataclass(eq=False)
@@ -138,6 +141,8 @@ class Ran:
     reason: str = ""
     #: When a deferred job is due.
     run_at: dt.datetime | None = None
+    #: Where the body was read from, for a large payload sent through S3.
+    pointer: Pointer | None = None
     started: float = dataclasses.field(default_factory=time.monotonic)
 
     def close(self) -> None:
@@ -176,7 +181,27 @@ class JobRunner:
             receive_count=delivery.receive_count,
         )
         scope = contextlib.ExitStack()
-        decoded = decode_body(delivery.body)
+        body, pointer = delivery.body, None
+        large = delivery.queue.large_payloads
+        if large is not None:
+            found = large.read_pointer(body, delivery.attributes)
+            if isinstance(found, str):
+                return Ran(delivery, Kind.MALFORMED, scope, reason=found)
+            if found is not None:
+                try:
+                    body, pointer = large.fetch(found), found
+                except Exception as exc:
+                    return Ran(
+                        delivery, Kind.UNFETCHED, scope, exception=exc, pointer=found
+                    )
+        ran = self._run_body(delivery, scope, body)
+        ran.pointer = pointer
+        return ran
+
+    def _run_body(
+        self, delivery: Delivery, scope: contextlib.ExitStack, body: object
+    ) -> Ran:
+        decoded = decode_body(body)
         if isinstance(decoded, str):
             return Ran(delivery, Kind.MALFORMED, scope, reason=decoded)
         structlog.contextvars.bind_contextvars(job_type=loggable_text(decoded.job_type))

@@ -21,8 +21,10 @@ from ._exceptions import RetryJob
 from ._heartbeat import Heartbeat
 from ._hooks import Hooks
 from ._isolation import call_hook
+from ._large_payloads import PayloadNotFound
 from ._lease import VISIBILITY_WINDOW_SECONDS
 from ._lease import WINDOW_MARGIN_SECONDS
+from ._offloading import after_delete
 from ._outcome import Outcome
 from ._queue import CallError
 from ._queue import is_lost_ownership
@@ -83,7 +85,11 @@ class Settler:
     def _settle(self, ran: Ran) -> Outcome | None:
         delivery = ran.delivery
         if ran.kind is Kind.MALFORMED:
-            self._discard_malformed(delivery, ran.reason)
+            if self._discard_malformed(delivery, ran.reason):
+                after_delete(delivery.queue, ran.pointer)
+            return None
+        if ran.kind is Kind.UNFETCHED:
+            self._settle_unfetched(ran)
             return None
         if ran.kind is Kind.UNKNOWN:
             self._hide_unknown(delivery)
@@ -91,11 +97,15 @@ class Settler:
         if ran.kind is Kind.DEFERRED:
             assert ran.run_at is not None
             return self._report(ran, self._defer(delivery, ran.run_at))
-        return self._report(ran, self._settle_job(ran))
+        settled = self._settle_job(ran)
+        if settled.outcome in (Outcome.SUCCESS, Outcome.DELETE):
+            after_delete(delivery.queue, ran.pointer)
+        return self._report(ran, settled)
 
     # -- messages that are not runnable jobs --
 
-    def _discard_malformed(self, delivery: Delivery, reason: str) -> None:
+    def _discard_malformed(self, delivery: Delivery, reason: str) -> bool:
+        """Delete a message that is not a job; return whether it was deleted."""
         self._heartbeat.drop(delivery.lease)
         error = delivery.queue.delete(delivery.receipt_handle)
         body = delivery.body
@@ -109,6 +119,7 @@ class Settler:
             else None,
             error=describe(error),
         )
+        return error is None
 
     def _hide_unknown(self, delivery: Delivery) -> None:
         self._heartbeat.drop(delivery.lease)
@@ -121,6 +132,30 @@ class Settler:
             visibility_timeout=seconds,
             known_job_types=self._known_job_types(),
             error=describe(error),
+        )
+
+    def _settle_unfetched(self, ran: Ran) -> None:
+        """A large payload that could not be read from S3.
+
+        A missing object (:class:`PayloadNotFound`) can never be read: the
+        message is dead-lettered with that reason, or deleted without a
+        dead-letter queue. Any other error leaves it for redelivery.
+        """
+        delivery, exc = ran.delivery, ran.exception
+        self._heartbeat.drop(delivery.lease)
+        if not isinstance(exc, PayloadNotFound):
+            log.warning("large_payload_unavailable", outcome="retry", error=str(exc))
+            return
+        moved = self._dead_letter(delivery, exc)
+        settled = moved or self._delete(delivery, Settled(Outcome.DELETE, exc))
+        fields = dict(settled.fields)
+        if "error" in fields:
+            fields["delete_error"] = fields.pop("error")
+        log.error(
+            "large_payload_missing",
+            outcome=settled.outcome.value,
+            error=str(exc),
+            **fields,
         )
 
     def _defer(self, delivery: Delivery, run_at: dt.datetime) -> Settled:
