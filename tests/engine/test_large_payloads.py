@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import typing as t
 
@@ -213,9 +214,8 @@ def test_a_dead_letter_keeps_the_pointer_and_the_object(
 def test_a_deferred_job_is_resent_with_the_same_pointer(
     sqs: SQSClient, queue_url: str, s3: t.Any
 ) -> None:
-    body = json.dumps(
-        {"job_type": "big", "payload": BIG, "run_at": "2999-01-01T00:00:00Z"}
-    )
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
+    body = json.dumps({"job_type": "big", "payload": BIG, "run_at": later.isoformat()})
     s3.put_object(Bucket=BUCKET, Key="sqs-jobs/later", Body=body.encode())
     pointer = json.dumps(
         [POINTER_CLASS, {"s3BucketName": BUCKET, "s3Key": "sqs-jobs/later"}]
