@@ -41,9 +41,10 @@ fuzz: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
-## make bench: the benchmark suite (starts its own SQS server)
+## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
+	$(BIN)/python -m bench.large_payloads
 
 ## make docs: the HTML documentation in docs/_build/html; any warning fails the build
 docs: $(VENV)/.docs-installed

@@ -51,7 +51,8 @@ def dump_json(value: object) -> str:
     :raises ValueError: a float is NaN or infinite (not valid JSON).
     """
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if _SQS_INVALID_CHARS.search(text):
+    # Every character SQS refuses is outside ASCII; the check is C-fast.
+    if not text.isascii() and _SQS_INVALID_CHARS.search(text):
         text = json.dumps(value, separators=(",", ":"), allow_nan=False)
     return text
 
