@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import contextvars
 import json
 import typing as t
 
@@ -248,3 +249,44 @@ def test_one_trace_injecting_middleware_is_fine(sqs: SQSClient, queue_url: str) 
     group.enqueue("jobs", "ping", {})
 
     assert message_count(sqs, queue_url) == 1
+
+
+def test_with_one_slot_a_poll_middleware_wraps_the_job_its_cycle_received(
+    sqs: SQSClient, queue_url: str
+) -> None:
+    """Per-cycle instrumentation: the job runs between the cycle's in and out,
+    and sees what the poll middleware set in its context."""
+    cycle_id: contextvars.ContextVar[int] = contextvars.ContextVar("cycle_id")
+    trail: list[str] = []
+
+    class PerCycle(JobMiddleware):
+        def __init__(self) -> None:
+            self.cycles = 0
+
+        def poll(self, call_next: cabc.Callable[[], None]) -> None:
+            self.cycles += 1
+            token = cycle_id.set(self.cycles)
+            trail.append(f"cycle {self.cycles}:in")
+            try:
+                call_next()
+            finally:
+                trail.append(f"cycle {self.cycles}:out")
+                cycle_id.reset(token)
+
+    def handler(payload: Payload) -> None:
+        trail.append(f"job {payload['n']} in cycle {cycle_id.get(None)}")
+
+    group = group_with(sqs, queue_url, PerCycle())
+    for n in (1, 2):
+        group.enqueue("jobs", "ping", {"n": n})
+
+    status = JobWorker(group, {"ping": handler}, stop_after(2), 0).run()
+
+    assert status == 0
+    assert len(trail) == 6
+    assert trail[0::3] == ["cycle 1:in", "cycle 2:in"]
+    assert trail[2::3] == ["cycle 1:out", "cycle 2:out"]
+    first, second = trail[1], trail[4]
+    assert first.endswith("in cycle 1")
+    assert second.endswith("in cycle 2")
+    assert sorted([first.split()[1], second.split()[1]]) == ["1", "2"]
