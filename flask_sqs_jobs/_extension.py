@@ -251,6 +251,7 @@ class SQSJobs:
         delay_seconds: int | None = None,
         message_attributes: dict[str, dict[str, t.Any]] | None = None,
         run_at: datetime.datetime | None = None,
+        job_id: str | None = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -271,6 +272,7 @@ class SQSJobs:
             delay_seconds=delay_seconds,
             message_attributes=message_attributes,
             run_at=run_at,
+            job_id=job_id,
         )
 
     def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:

@@ -129,6 +129,7 @@ jobs_command.add_command(dlq_command)
 @click.argument("payload_json", default="{}")
 @option("--group-id", default=None, help="MessageGroupId (FIFO queues).")
 @option("--delay", type=click.IntRange(min=0), default=None, help="Delay in seconds.")
+@option("--job-id", default=None, help="The job id (default: a random one).")
 @with_appcontext
 def enqueue_command(
     queue: str,
@@ -136,6 +137,7 @@ def enqueue_command(
     payload_json: str,
     group_id: str | None,
     delay: int | None,
+    job_id: str | None,
 ) -> None:
     """Send one job by hand; PAYLOAD_JSON is a JSON object (default {})."""
     app, jobs = current_app_and_jobs()
@@ -155,7 +157,12 @@ def enqueue_command(
     with sqs_errors(jobs, app), logs_off_stdout():
         try:
             message_id = jobs.enqueue(
-                queue, job_type, payload, message_group_id=group_id, delay_seconds=delay
+                queue,
+                job_type,
+                payload,
+                message_group_id=group_id,
+                delay_seconds=delay,
+                job_id=job_id,
             )
         except QueueNotFoundError as exc:
             raise ConfigurationError(str(exc)) from None

@@ -661,6 +661,44 @@ def test_enqueue_delay_sends_a_delayed_job(
     assert counts(sqs, queue_urls["default"]) == (0, 0, 1)
 
 
+def test_enqueue_job_id_sends_the_given_job_id(
+    runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    result = runner.invoke(
+        args=["sqs-jobs", "enqueue", "default", "ping", "{}", "--job-id", "ops:1"]
+    )
+
+    ok(result)
+    [message] = visible_messages(sqs, queue_urls["default"])
+    assert json.loads(message["Body"])["job_id"] == "ops:1"
+
+
+def test_enqueue_without_job_id_sends_a_random_one(
+    runner: FlaskCliRunner, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    ok(runner.invoke(args=["sqs-jobs", "enqueue", "default", "ping"]))
+
+    [message] = visible_messages(sqs, queue_urls["default"])
+    job_id = json.loads(message["Body"])["job_id"]
+    assert isinstance(job_id, str)
+    assert len(job_id) == 32
+
+
+@pytest.mark.parametrize("job_id", ["", "a b", "a/b", "x" * 129])
+def test_enqueue_an_invalid_job_id_exits_2_and_sends_nothing(
+    runner: FlaskCliRunner,
+    sqs: SQSClient,
+    queue_urls: dict[str, str],
+    job_id: str,
+) -> None:
+    result = runner.invoke(
+        args=["sqs-jobs", "enqueue", "default", "ping", "{}", "--job-id", job_id]
+    )
+
+    assert error_line(result, 2).startswith("Error: job_id must be 1..128 characters")
+    assert message_count(sqs, queue_urls["default"]) == 0
+
+
 @pytest.mark.parametrize(
     ("payload", "error"),
     [

@@ -409,3 +409,39 @@ def test_a_job_enqueued_by_an_eager_job_runs_too(app: Flask, jobs: SQSJobs) -> N
     jobs.enqueue("default", "parent")
 
     assert order == ["parent", "child", "parent done"]
+
+
+def test_eager_jobs_carry_their_job_id(app: Flask, jobs: SQSJobs) -> None:
+    seen: list[str | None] = []
+    enqueued: list[str | None] = []
+
+    @jobs.handler("inspect")
+    def inspect(payload: Payload) -> None:
+        seen.append(current_job.job_id)
+
+    def on_enqueued(sender: object, job: Job, **kwargs: t.Any) -> None:
+        enqueued.append(job.job_id)
+
+    with signals.job_enqueued.connected_to(on_enqueued):
+        jobs.enqueue("critical", "inspect", job_id="eager-1")
+        jobs.enqueue("critical", "inspect")
+        jobs.enqueue_many(
+            "critical", [{"job_type": "inspect", "job_id": "eager-2"}, ("inspect", {})]
+        )
+
+    assert seen == enqueued
+    assert seen[0] == "eager-1"
+    assert seen[2] == "eager-2"
+    for random_id in (seen[1], seen[3]):
+        assert isinstance(random_id, str)
+        assert re.fullmatch(r"[0-9a-f]{32}", random_id)
+
+
+@pytest.mark.parametrize("job_id", ["", "a b", 7])
+def test_eager_mode_refuses_an_invalid_job_id_before_running_anything(
+    app: Flask, jobs: SQSJobs, ran: list[Payload], job_id: object
+) -> None:
+    with pytest.raises((TypeError, ValueError), match="job_id"):
+        jobs.enqueue("critical", "record", job_id=t.cast(t.Any, job_id))
+
+    assert ran == []

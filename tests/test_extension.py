@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import threading
 import typing as t
@@ -20,6 +21,7 @@ from tests.conftest import MakeApp
 from tests.flask_helpers import only_sent_job
 from tests.flask_helpers import sent_jobs
 from tests.support import create_queue
+from tests.support import visible_messages
 
 if t.TYPE_CHECKING:
     from flask.ctx import _AppCtxGlobals
@@ -317,6 +319,40 @@ def test_enqueue_in_an_app_context_like_the_shell_sends_the_job(
     job = only_sent_job(sqs, queue_urls["default"])
     assert job.message_id == message_id
     assert job.correlation_fields == {"by": "ops"}
+
+
+def test_enqueue_and_enqueue_many_send_the_callers_job_id(
+    bare_app: Flask, jobs: SQSJobs, sqs: SQSClient, queue_urls: t.Any
+) -> None:
+    with bare_app.app_context():
+        message_id = jobs.enqueue("default", "rebuild", job_id="day:2024-06-01")
+        jobs.enqueue_many(
+            "critical",
+            [{"job_type": "rebuild", "job_id": "many-1"}, ("rebuild", None)],
+        )
+
+    [message] = visible_messages(sqs, queue_urls["default"])
+    assert message["MessageId"] == message_id
+    assert json.loads(message["Body"])["job_id"] == "day:2024-06-01"
+    job_ids = sorted(
+        json.loads(m["Body"])["job_id"]
+        for m in visible_messages(sqs, queue_urls["critical"])
+    )
+    assert len(job_ids) == 2
+    assert "many-1" in job_ids
+
+
+@pytest.mark.parametrize("job_id", ["", "x" * 129, "a b", "a/b", 1])
+def test_enqueue_refuses_an_invalid_job_id_and_sends_nothing(
+    bare_app: Flask, jobs: SQSJobs, sqs: SQSClient, queue_urls: t.Any, job_id: object
+) -> None:
+    with bare_app.app_context():
+        with pytest.raises((TypeError, ValueError), match="job_id"):
+            jobs.enqueue("default", "rebuild", job_id=t.cast(t.Any, job_id))
+        with pytest.raises((TypeError, ValueError), match=r"jobs\[0\]: job_id"):
+            jobs.enqueue_many("default", [{"job_type": "rebuild", "job_id": job_id}])
+
+    assert visible_messages(sqs, queue_urls["default"]) == []
 
 
 def test_enqueue_through_current_app_extensions_works_like_the_instance(

@@ -310,3 +310,36 @@ def test_receivers_can_use_the_app_context_of_the_job(
         work_off(bare_app)
 
     assert seen == [("started", bare_app, None), ("finished", bare_app, message_id)]
+
+
+def test_every_signals_job_carries_the_job_id_enqueue_set(
+    bare_app: Flask, jobs: SQSJobs, handlers: dict[str, list[Payload]]
+) -> None:
+    recorders = {
+        name: Recorder() for name in ("job_enqueued", "job_started", "job_finished")
+    }
+    with (
+        bare_app.app_context(),
+        signals.job_enqueued.connected_to(recorders["job_enqueued"], sender=bare_app),
+    ):
+        jobs.enqueue("default", "ok", {"n": 1})
+        jobs.enqueue("default", "ok", {"n": 2}, job_id="order-2")
+
+    with (
+        signals.job_started.connected_to(recorders["job_started"], sender=bare_app),
+        signals.job_finished.connected_to(recorders["job_finished"], sender=bare_app),
+    ):
+        work_off(bare_app)
+
+    def job_ids(name: str) -> dict[int, str | None]:
+        return {
+            kwargs["job"].payload["n"]: kwargs["job"].job_id
+            for kwargs in recorders[name].kwargs
+        }
+
+    enqueued = job_ids("job_enqueued")
+    assert enqueued[2] == "order-2"
+    assert isinstance(enqueued[1], str)
+    assert len(enqueued[1]) == 32
+    assert job_ids("job_started") == enqueued
+    assert job_ids("job_finished") == enqueued

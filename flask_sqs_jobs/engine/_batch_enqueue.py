@@ -15,6 +15,7 @@ from ._exceptions import EnqueueBatchError
 from ._exceptions import SQSJobsError
 from ._group_commit import error_code
 from ._job import Job
+from ._job_ids import check_job_id
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
 from ._middleware import JobMiddleware
@@ -109,6 +110,7 @@ def prepare_job(
             payload=check_payload(payload),
             queue=queue_name,
             correlation_fields=fields,
+            job_id=check_job_id(options.pop("job_id", None)),
         )
         return job, check_options(queue, queue_name, options)
     except (TypeError, ValueError) as exc:
@@ -123,6 +125,7 @@ def _stage(
     queue: SqsQueue, job: Job, options: SendOptions, index: int
 ) -> dict[str, t.Any]:
     try:
+        job.job_id = check_job_id(job.job_id)
         params, dropped = build_send_params(queue, job.queue, job, options)
     except ValueError as exc:
         raise ValueError(f"jobs[{index}]: {exc}") from None
@@ -171,7 +174,11 @@ def _send_batch(queue: SqsQueue, entries: list[dict[str, t.Any]]) -> list[_Entry
 
 def _report_enqueued(group: QueueGroup, job: Job, message_id: str) -> None:
     job_log.info(
-        "job_enqueued", queue=job.queue, job_type=job.job_type, message_id=message_id
+        "job_enqueued",
+        queue=job.queue,
+        job_type=job.job_type,
+        job_id=job.job_id,
+        message_id=message_id,
     )
     try:
         group.hooks.job_enqueued(job, message_id)

@@ -39,9 +39,10 @@ class _CurrentJob:
         )
 
 
-#: The running job: ``job_type``, ``queue``, ``message_id``, ``receive_count``,
-#: ``correlation_fields``, ``payload`` and ``abort_requested`` (a
-#: ``threading.Event``). Raises ``RuntimeError`` outside a job.
+#: The running job: ``job_type``, ``queue``, ``job_id``, ``message_id``,
+#: ``receive_count``, ``correlation_fields``, ``payload`` and
+#: ``abort_requested`` (a ``threading.Event``). Raises ``RuntimeError`` outside
+#: a job.
 current_job: Job = t.cast(Job, _CurrentJob())
 
 

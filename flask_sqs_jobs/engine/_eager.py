@@ -18,6 +18,7 @@ from ._handlers import JobHandler
 from ._heartbeat import Heartbeat
 from ._heartbeat import Lease
 from ._job import Job
+from ._job_ids import check_job_id
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
 from ._producer import build_send_params
@@ -103,6 +104,7 @@ class EagerQueueGroup(QueueGroup):
         check_job_type(job.job_type)
         check_payload(job.payload)
         self._check_handler(job.job_type)
+        job.job_id = check_job_id(job.job_id)
         now_options = SendOptions(
             message_group_id=options.message_group_id,
             message_deduplication_id=options.message_deduplication_id,
@@ -114,6 +116,7 @@ class EagerQueueGroup(QueueGroup):
             "job_enqueued",
             queue=job.queue,
             job_type=job.job_type,
+            job_id=job.job_id,
             message_id=message_id,
             eager=True,
         )

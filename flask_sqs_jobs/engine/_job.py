@@ -16,8 +16,9 @@ class Job:
 
     Middleware may change ``correlation_fields`` and ``trace_headers`` in
     ``produce`` before calling the next middleware; they travel as message
-    attributes. ``message_id`` and ``receive_count`` are only set on the
-    consumer side.
+    attributes. ``job_id`` identifies the job for its whole life (set at
+    enqueue, kept across re-sends). ``message_id`` and ``receive_count`` are
+    only set on the consumer side.
     """
 
     #: The name that selects the handler.
@@ -40,6 +41,10 @@ class Job:
     #: When SQS accepted the message (its SentTimestamp), in seconds since the
     #: epoch (consumer side; None when SQS did not say).
     sent_at: float | None = None
+    #: The job's id, 1-128 characters of ``A-Za-z0-9_.:-``: set at enqueue (a
+    #: random id or the caller's ``job_id=``) and kept across every re-send; a
+    #: message without a valid one gets its SQS MessageId (consumer side).
+    job_id: str | None = None
     #: Set when the job passes its maximum runtime or the worker's shutdown
     #: deadline: a long handler may check it between steps and stop early.
     abort_requested: threading.Event = dataclasses.field(

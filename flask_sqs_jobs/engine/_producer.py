@@ -221,7 +221,7 @@ def build_send_params(
 
     :raises ValueError: the message would exceed the queue's MaximumMessageSize.
     """
-    body = encode_body(job.job_type, job.payload, options.run_at)
+    body = encode_body(job.job_type, job.payload, options.run_at, job.job_id)
     attributes, dropped = build_attributes(
         job.correlation_fields, job.trace_headers, options.message_attributes
     )

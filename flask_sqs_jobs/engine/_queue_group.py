@@ -19,6 +19,7 @@ from ._exceptions import UnknownQueueError
 from ._hooks import Hooks
 from ._job import Job
 from ._job import JSONObject
+from ._job_ids import check_job_id
 from ._large_payloads import LargePayloads
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
@@ -216,12 +217,16 @@ class QueueGroup:
         delay_seconds: int | None = None,
         message_attributes: dict[str, dict[str, t.Any]] | None = None,
         run_at: datetime.datetime | None = None,
+        job_id: str | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
         Everything is validated before anything is sent. ``delay_seconds``
         above 900 (or ``run_at``, an aware datetime, further than 15 minutes
-        ahead) defers the job: it is re-sent until it is due.
+        ahead) defers the job: it is re-sent until it is due. ``job_id``
+        (1-128 characters of ``A-Za-z0-9_.:-``, a random id by default)
+        travels in the body and is on the :class:`Job` middleware, hooks and
+        handlers see.
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
@@ -232,6 +237,7 @@ class QueueGroup:
             payload=check_payload(payload),
             queue=queue,
             correlation_fields=check_correlation_fields(correlation_fields),
+            job_id=check_job_id(job_id),
         )
         options = check_options(
             sqs_queue,
@@ -255,9 +261,9 @@ class QueueGroup:
         """Send many jobs with SendMessageBatch; return their MessageIds in order.
 
         Each job is a ``(job_type, payload)`` pair or a dict with ``job_type``,
-        ``payload`` and any :meth:`enqueue` option. Every job is checked before
-        any is sent; requests carry at most ten jobs and stay within the
-        queue's size limit.
+        ``payload`` and any :meth:`enqueue` option (``job_id`` included). Every
+        job is checked before any is sent; requests carry at most ten jobs and
+        stay within the queue's size limit.
 
         :raises TypeError, ValueError: a job is wrong (the message names its
             index); nothing was sent.
@@ -277,6 +283,7 @@ class QueueGroup:
         sqs_queue = self.queue(job.queue)
         check_job_type(job.job_type)
         check_payload(job.payload)
+        job.job_id = check_job_id(job.job_id)
         params, dropped = build_send_params(sqs_queue, job.queue, job, options)
         if dropped:
             job_log.warning(
@@ -290,6 +297,7 @@ class QueueGroup:
             "job_enqueued",
             queue=job.queue,
             job_type=job.job_type,
+            job_id=job.job_id,
             message_id=message_id,
         )
         try:

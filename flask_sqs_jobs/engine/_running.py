@@ -28,6 +28,8 @@ from ._heartbeat import Heartbeat
 from ._hooks import Hooks
 from ._isolation import call_hook
 from ._job import Job
+from ._job_ids import received_job_id
+from ._job_ids import shown_job_id
 from ._large_payloads import Pointer
 from ._middleware import compose_consume
 from ._middleware import JobMiddleware
@@ -55,6 +57,7 @@ RESERVED_LOG_KEYS = frozenset(
         "receive_count",
         "job_type",
         "job_id",
+        "sent_job_id",
         "trace_id",
         "span_id",
         # On job_started, job_finished and the engine's other job lines.
@@ -204,11 +207,16 @@ class JobRunner:
         decoded = decode_body(body)
         if isinstance(decoded, str):
             return Ran(delivery, Kind.MALFORMED, scope, reason=decoded)
-        structlog.contextvars.bind_contextvars(job_type=loggable_text(decoded.job_type))
+        job_id, invalid = received_job_id(decoded.job_id, delivery.message_id)
+        structlog.contextvars.bind_contextvars(
+            job_id=job_id, job_type=loggable_text(decoded.job_type)
+        )
+        if invalid:
+            log.warning("job_id_invalid", sent_job_id=shown_job_id(decoded.job_id))
         handler = self.handlers.get(decoded.job_type)
         if handler is None:
             return Ran(delivery, Kind.UNKNOWN, scope)
-        job = self._job(delivery, decoded)
+        job = self._job(delivery, decoded, job_id)
         run_at = _due_time(decoded, delivery)
         if run_at is not None:
             ran = Ran(delivery, Kind.DEFERRED, scope, job=job, run_at=run_at)
@@ -216,7 +224,7 @@ class JobRunner:
             return ran
         return self._run_handler(Ran(delivery, Kind.JOB, scope, job=job), handler)
 
-    def _job(self, delivery: Delivery, decoded: DecodedBody) -> Job:
+    def _job(self, delivery: Delivery, decoded: DecodedBody, job_id: str) -> Job:
         correlation_fields, trace_headers = decode_attributes(delivery.attributes)
         if correlation_fields:
             trimmed = trim_correlation_fields(correlation_fields, RESERVED_LOG_KEYS)
@@ -232,6 +240,7 @@ class JobRunner:
             message_id=delivery.message_id,
             receive_count=delivery.receive_count,
             sent_at=delivery.sent_at,
+            job_id=job_id,
         )
 
     def _enter_job_context(self, ran: Ran) -> bool:

@@ -1,9 +1,9 @@
 """The wire format: message bodies and attributes, and the SQS quotas they obey.
 
-A job travels as a JSON body ``{"job_type": "...", "payload": {...}}`` (plus an
-optional ``run_at`` for deferral), one String attribute ``correlation_fields``
-holding a JSON object, and one String attribute per trace header. Any language
-may produce it; ``docs/wire-format.md`` is the reference.
+A job travels as a JSON body ``{"job_type": "...", "payload": {...}, "job_id":
+"..."}`` (plus an optional ``run_at`` for deferral), one String attribute
+``correlation_fields`` holding a JSON object, and one String attribute per
+trace header. Any language may produce it; ``docs/wire-format.md`` is the reference.
 
 Quotas: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html
 """
@@ -58,10 +58,15 @@ def dump_json(value: object) -> str:
 
 
 def encode_body(
-    job_type: str, payload: JSONObject, run_at: dt.datetime | None = None
+    job_type: str,
+    payload: JSONObject,
+    run_at: dt.datetime | None = None,
+    job_id: str | None = None,
 ) -> str:
     """Return the message body for a job."""
     body: JSONObject = {"job_type": job_type, "payload": payload}
+    if job_id is not None:
+        body["job_id"] = job_id
     if run_at is not None:
         body["run_at"] = format_utc(run_at)
     return dump_json(body)
@@ -131,6 +136,8 @@ class DecodedBody:
     payload: JSONObject
     #: The ``run_at`` value as sent, or None.
     run_at: str | None
+    #: The ``job_id`` value as sent (any JSON value, unchecked), or None.
+    job_id: object = None
 
 
 def decode_body(body: object) -> DecodedBody | str:
@@ -155,7 +162,12 @@ def decode_body(body: object) -> DecodedBody | str:
     if not isinstance(payload, dict):
         return "payload is missing or not a JSON object"
     run_at = data.get("run_at")
-    return DecodedBody(job_type, payload, run_at if isinstance(run_at, str) else None)
+    return DecodedBody(
+        job_type,
+        payload,
+        run_at if isinstance(run_at, str) else None,
+        data.get("job_id"),
+    )
 
 
 def parse_run_at(value: str) -> dt.datetime | None:

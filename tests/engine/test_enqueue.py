@@ -6,6 +6,7 @@ import collections.abc as cabc
 import datetime as dt
 import json
 import typing as t
+from unittest import mock
 
 import pytest
 from flask_sqs_jobs import Job
@@ -63,7 +64,7 @@ def test_enqueue_returns_the_message_id_sqs_assigned(
     assert only_message(sqs, queue_url)["MessageId"] == message_id
 
 
-def test_the_body_is_exactly_job_type_and_payload_as_json(
+def test_the_body_is_exactly_job_type_payload_and_job_id_as_json(
     sqs: SQSClient, queue_url: str
 ) -> None:
     group = one_queue_group(sqs, queue_url)
@@ -74,6 +75,7 @@ def test_the_body_is_exactly_job_type_and_payload_as_json(
     assert body == {
         "job_type": "send_email",
         "payload": {"user_id": 42, "tags": ["a", "é"]},
+        "job_id": mock.ANY,
     }
 
 
@@ -89,7 +91,7 @@ def test_a_missing_payload_is_sent_as_an_empty_object(
         group.enqueue("jobs", "ping")
 
     body = json.loads(only_message(sqs, queue_url)["Body"])
-    assert body == {"job_type": "ping", "payload": {}}
+    assert body == {"job_type": "ping", "payload": {}, "job_id": mock.ANY}
 
 
 def test_correlation_fields_travel_in_one_json_string_attribute(
@@ -589,7 +591,11 @@ class TestDelays:
 
         (params,) = spy.calls_to("send_message")
         assert params["DelaySeconds"] == 900
-        assert json.loads(params["MessageBody"]) == {"job_type": "ping", "payload": {}}
+        assert json.loads(params["MessageBody"]) == {
+            "job_type": "ping",
+            "payload": {},
+            "job_id": mock.ANY,
+        }
         assert visible_messages(sqs, queue_url) == []
         assert message_count(sqs, queue_url) == 1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import json
 import typing as t
+from unittest import mock
 
 import pytest
 from flask_sqs_jobs import EnqueueBatchError
@@ -56,10 +57,10 @@ def test_pairs_and_dicts_are_sent_and_their_ids_returned_in_order(
     assert all(isinstance(message_id, str) for message_id in ids)
     sent = bodies_by_id(sqs, queue_url)
     assert [sent[message_id] for message_id in ids] == [
-        {"job_type": "ping", "payload": {"n": 0}},
-        {"job_type": "ping", "payload": {"n": 1}},
-        {"job_type": "ping", "payload": {}},
-        {"job_type": "pong", "payload": {}},
+        {"job_type": "ping", "payload": {"n": 0}, "job_id": mock.ANY},
+        {"job_type": "ping", "payload": {"n": 1}, "job_id": mock.ANY},
+        {"job_type": "ping", "payload": {}, "job_id": mock.ANY},
+        {"job_type": "pong", "payload": {}, "job_id": mock.ANY},
     ]
     assert len(spy.calls_to("send_message_batch")) == 1
     assert spy.calls_to("send_message") == []

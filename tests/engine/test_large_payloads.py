@@ -9,6 +9,7 @@ import typing as t
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from flask_sqs_jobs import current_job
 from flask_sqs_jobs import EnqueueBatchError
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import NonRetryableError
@@ -209,6 +210,22 @@ def test_a_dead_letter_keeps_the_pointer_and_the_object(
     assert letter["Body"] == sent["Body"]
     assert "ExtendedPayloadSize" in letter["MessageAttributes"]
     assert len(keys(s3)) == 1
+
+
+def test_the_job_id_is_read_from_the_fetched_body(
+    sqs: SQSClient, queue_url: str, s3: t.Any
+) -> None:
+    group = group_of(sqs, queue_url, s3)
+    group.enqueue("jobs", "big", BIG, job_id="big-1")
+    [message] = visible_messages(sqs, queue_url)
+    assert "big-1" not in message["Body"]
+    seen: list[str | None] = []
+
+    def big(payload: Payload) -> None:
+        seen.append(current_job.job_id)
+
+    run(group, {"big": big})
+    assert seen == ["big-1"]
 
 
 def test_a_deferred_job_is_resent_with_the_same_pointer(

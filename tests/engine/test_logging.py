@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing as t
+from unittest import mock
 
 import pytest
 import structlog
@@ -101,6 +102,7 @@ def test_inside_a_handler_the_log_context_names_the_job(
             "queue": "default",
             "message_id": message_id,
             "receive_count": 1,
+            "job_id": mock.ANY,
             "job_type": "ping",
             "request_id": "r-1",
             "user": 7,

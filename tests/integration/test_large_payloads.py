@@ -14,6 +14,7 @@ import subprocess
 import sys
 import typing as t
 import uuid
+from unittest import mock
 
 import boto3
 import pytest
@@ -234,6 +235,10 @@ def test_our_producer_sends_to_the_aws_extended_client(
     url = make_queue("to-aws")
     group(sqs_client, url, s3, bucket, threshold_bytes=1000).enqueue("jobs", "big", BIG)
     received = peer("receive", sqs_endpoint, url, bucket)
-    assert json.loads(received.stdout) == {"job_type": "big", "payload": BIG}
+    assert json.loads(received.stdout) == {
+        "job_type": "big",
+        "payload": BIG,
+        "job_id": mock.ANY,
+    }
     assert keys(s3, bucket) == []
     assert message_count(sqs_client, url) == 0

@@ -41,10 +41,11 @@ def _queue_state(client: SQSClient, url: str) -> tuple[int, int]:
 
 
 def _bodies(client: SQSClient, url: str) -> list[dict[str, t.Any]]:
-    return sorted(
-        (json.loads(m["Body"]) for m in visible_messages(client, url)),
-        key=json.dumps,
-    )
+    """The visible bodies, sorted, each less its (random) job_id."""
+    bodies = [json.loads(m["Body"]) for m in visible_messages(client, url)]
+    for body in bodies:
+        assert isinstance(body.pop("job_id"), str)
+    return sorted(bodies, key=json.dumps)
 
 
 @STOP_SIGNALS

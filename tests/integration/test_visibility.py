@@ -7,6 +7,7 @@ import json
 import pathlib
 import time
 import typing as t
+from unittest import mock
 
 from tests.support import message_count
 from tests.support import visible_messages
@@ -102,6 +103,7 @@ def test_job_failing_its_last_receive_is_moved_to_the_dlq_with_its_reason(
     assert json.loads(dead["Body"]) == {
         "job_type": "fail",
         "payload": {"error": "boom"},
+        "job_id": mock.ANY,
     }
     attributes = dead["MessageAttributes"]
     assert json.loads(attributes["correlation_fields"]["StringValue"]) == {
