@@ -9,20 +9,17 @@ import threading
 import typing as t
 import weakref
 
-import boto3
-from botocore.config import Config as BotoConfig
-from botocore.exceptions import NoRegionError
 from flask import current_app
 from flask import Flask
 from flask import Response
 
-from ._config import AWSSetupError
 from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
 from ._large_payloads_setup import make_large_payloads
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
+from ._sqs_client import make_sqs_client
 from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
@@ -32,19 +29,12 @@ from .engine._hooks import Hooks
 from .engine._job import JSONObject
 from .engine._middleware import JobMiddleware
 from .engine._queue_group import QueueGroup
-from .engine._wire import MAX_WAIT_SECONDS
 from .engine._worker import JobWorker
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
 F = t.TypeVar("F", bound=HandlerFunc)
-
-#: Extra pooled connections beyond one per job thread: long polls, heartbeat,
-#: deletes and visibility changes run beside the jobs.
-_SPARE_CONNECTIONS = 8
-#: Seconds a long poll's answer may take beyond its wait (latency, a slow server).
-_READ_TIMEOUT_MARGIN = 15
 
 
 @dataclasses.dataclass
@@ -198,7 +188,7 @@ class SQSJobs:
         if state.client is None:
             with state.lock:
                 if state.client is None:
-                    state.client = self._boto_client or _make_client(state.config)
+                    state.client = self._boto_client or make_sqs_client(state.config)
         return state.client
 
     def queues(self, app: Flask | None = None) -> QueueGroup:
@@ -338,33 +328,3 @@ def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | Non
     if isinstance(fields, dict) and "request_id" not in fields:
         return {"request_id": request_id, **fields}
     return fields
-
-
-def _make_client(config: Config) -> SQSClient:
-    """Create the SQS client: timeouts that fit long polls, and a connection pool
-    large enough for the worker's threads.
-
-    The read timeout covers the longest long poll SQS allows, whatever
-    ``SQS_JOBS_IDLE_WAIT_SECONDS`` says: one client serves every worker of the
-    app, and ``create_worker(idle_wait_seconds=...)`` (``--idle-wait``) may
-    wait longer than the config. Other calls answer at once, so the longer
-    timeout only matters for a connection that hangs.
-    """
-    boto_config = BotoConfig(
-        connect_timeout=5,
-        read_timeout=MAX_WAIT_SECONDS + _READ_TIMEOUT_MARGIN,
-        retries={"mode": "standard", "max_attempts": 3},
-        max_pool_connections=64 + _SPARE_CONNECTIONS,
-    )
-    try:
-        return boto3.client(
-            "sqs",
-            endpoint_url=config.endpoint_url,
-            region_name=config.region_name,
-            config=boto_config,
-        )
-    except NoRegionError:
-        raise AWSSetupError(
-            "no AWS region is configured for SQS: set SQS_JOBS_REGION_NAME (or"
-            " FLASK_SQS_JOBS_REGION_NAME, or AWS_DEFAULT_REGION)"
-        ) from None
