@@ -6,7 +6,6 @@ import collections.abc as cabc
 import contextlib
 import functools
 import math
-import re
 import sys
 import typing as t
 
@@ -21,6 +20,7 @@ from flask import Flask
 from ._config import AWSSetupError
 from .engine._exceptions import QueueNotFoundError
 from .engine._inspection import dead_letter_queue
+from .engine._untrusted import escape
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
@@ -125,28 +125,15 @@ def table(rows: list[list[str]]) -> str:
     )
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
 def printable(value: object) -> str:
     """``str(value)`` with control characters escaped, safe to print on a terminal.
 
     C0 and C1 controls, DEL and lone surrogates become ``\\n``, ``\\xNN`` or
-    ``\\uNNNN`` as in Python's ``repr``, so a crafted dead letter can neither
-    start a line of its own nor send escape sequences to the terminal.
+    ``\\uNNNN`` as in Python's ``repr`` (the same escaping as the worker's log
+    lines), so a crafted dead letter can neither start a line of its own nor
+    send escape sequences to the terminal.
     """
-    return _UNPRINTABLE.sub(_escape, str(value))
-
-
-_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char in _SHORT_ESCAPES:
-        return _SHORT_ESCAPES[char]
-    code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return escape(str(value))
 
 
 def logs_off_stdout() -> t.ContextManager[object]:

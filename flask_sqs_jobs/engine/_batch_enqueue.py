@@ -21,12 +21,13 @@ from ._middleware import compose_produce
 from ._middleware import JobMiddleware
 from ._offloading import discard_unsent
 from ._offloading import offload_entries
-from ._producer import build_send_params
 from ._producer import check_correlation_fields
 from ._producer import check_job_type
 from ._producer import check_options
 from ._producer import check_payload
+from ._producer import report_enqueued
 from ._producer import SendOptions
+from ._producer import stage_job
 from ._queue import SqsQueue
 from ._wire import MAX_BATCH_ENTRIES
 from ._wire import message_size
@@ -34,7 +35,6 @@ from ._wire import message_size
 if t.TYPE_CHECKING:
     from ._queue_group import QueueGroup
 
-job_log = structlog.get_logger("flask_sqs_jobs.job")
 log = structlog.get_logger(__name__)
 
 #: One job of :meth:`QueueGroup.enqueue_many`: ``(job_type, payload)`` or a
@@ -72,7 +72,7 @@ def enqueue_many(
         results = _send_staged(queue, staged)
         for (job, _), result in zip(prepared, results, strict=True):
             if isinstance(result, str):
-                _report_enqueued(group, job, result)
+                report_enqueued(group.hooks, job, result)
     enqueued = [(i, r) for i, r in enumerate(results) if isinstance(r, str)]
     failed = [(i, r[0], r[1]) for i, r in enumerate(results) if not isinstance(r, str)]
     if failed:
@@ -125,18 +125,9 @@ def _stage(
     queue: SqsQueue, job: Job, options: SendOptions, index: int
 ) -> dict[str, t.Any]:
     try:
-        job.job_id = check_job_id(job.job_id)
-        params, dropped = build_send_params(queue, job.queue, job, options)
+        return stage_job(queue, job, options)
     except ValueError as exc:
         raise ValueError(f"jobs[{index}]: {exc}") from None
-    if dropped:
-        job_log.warning(
-            "propagation_attributes_dropped",
-            queue=job.queue,
-            job_type=job.job_type,
-            dropped=dropped,
-        )
-    return params
 
 
 def _send_staged(queue: SqsQueue, staged: list[dict[str, t.Any]]) -> list[_EntryResult]:
@@ -170,20 +161,6 @@ def _send_batch(queue: SqsQueue, entries: list[dict[str, t.Any]]) -> list[_Entry
     except Exception as exc:
         log.warning("enqueue_batch_failed", sqs_queue=queue.name, error=str(exc))
         return [(error_code(exc), str(exc))] * len(entries)
-
-
-def _report_enqueued(group: QueueGroup, job: Job, message_id: str) -> None:
-    job_log.info(
-        "job_enqueued",
-        queue=job.queue,
-        job_type=job.job_type,
-        job_id=job.job_id,
-        message_id=message_id,
-    )
-    try:
-        group.hooks.job_enqueued(job, message_id)
-    except Exception:
-        log.exception("hook_failed", hook="job_enqueued")
 
 
 class _Slot:
@@ -269,7 +246,7 @@ def _send_chunk(
             if isinstance(result, tuple):
                 raise _EntryFailed(*result)
             assert result is not None
-            _report_enqueued(group, job, result)
+            report_enqueued(group.hooks, job, result)
             return result
 
         try:

@@ -8,8 +8,6 @@ import time
 import typing as t
 import uuid
 
-import structlog
-
 from ._batch_enqueue import JobSpec
 from ._batch_enqueue import prepare_job
 from ._definitions import QueueDefinition
@@ -24,14 +22,13 @@ from ._middleware import compose_produce
 from ._producer import build_send_params
 from ._producer import check_job_type
 from ._producer import check_payload
+from ._producer import report_enqueued
 from ._producer import SendOptions
 from ._queue import CallError
 from ._queue import SqsQueue
 from ._queue_group import QueueGroup
 from ._running import JobRunner
 from ._settling import Settler
-
-job_log = structlog.get_logger("flask_sqs_jobs.job")
 
 
 class EagerQueue(SqsQueue):
@@ -112,15 +109,7 @@ class EagerQueueGroup(QueueGroup):
         )
         params, _ = build_send_params(sqs_queue, job.queue, job, now_options)
         message_id = str(uuid.uuid4())
-        job_log.info(
-            "job_enqueued",
-            queue=job.queue,
-            job_type=job.job_type,
-            job_id=job.job_id,
-            message_id=message_id,
-            eager=True,
-        )
-        self.hooks.job_enqueued(job, message_id)
+        report_enqueued(self.hooks, job, message_id, eager=True)
         attributes = {
             "ApproximateReceiveCount": "1",
             "SentTimestamp": str(int(time.time() * 1000)),

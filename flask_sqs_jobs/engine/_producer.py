@@ -7,8 +7,12 @@ import datetime as dt
 import math
 import typing as t
 
+import structlog
+
+from ._isolation import call_hook
 from ._job import Job
 from ._job import JSONObject
+from ._job_ids import check_job_id
 from ._message_attributes import check_message_attributes
 from ._offloading import check_room
 from ._queue import SqsQueue
@@ -18,6 +22,11 @@ from ._wire import encode_body
 from ._wire import MAX_DELAY_SECONDS
 from ._wire import message_size
 from ._wire import MessageAttributes
+
+job_log = structlog.get_logger("flask_sqs_jobs.job")
+
+if t.TYPE_CHECKING:
+    from ._hooks import Hooks
 
 #: The longest MessageGroupId / MessageDeduplicationId SQS accepts.
 MAX_ID_LENGTH = 128
@@ -245,3 +254,35 @@ def build_send_params(
     if options.delay_seconds is not None:
         params["DelaySeconds"] = options.delay_seconds
     return params, dropped
+
+
+def stage_job(queue: SqsQueue, job: Job, options: SendOptions) -> dict[str, t.Any]:
+    """Return the SendMessage arguments of a job at the end of its ``produce``
+    chain (its job id checked again: middleware may have changed it).
+
+    Propagation attributes over the 10-attribute limit are dropped with a
+    ``propagation_attributes_dropped`` warning.
+    """
+    job.job_id = check_job_id(job.job_id)
+    params, dropped = build_send_params(queue, job.queue, job, options)
+    if dropped:
+        job_log.warning(
+            "propagation_attributes_dropped",
+            queue=job.queue,
+            job_type=job.job_type,
+            dropped=dropped,
+        )
+    return params
+
+
+def report_enqueued(hooks: Hooks, job: Job, message_id: str, **fields: object) -> None:
+    """Log ``job_enqueued`` and call the ``job_enqueued`` hook (isolated)."""
+    job_log.info(
+        "job_enqueued",
+        queue=job.queue,
+        job_type=job.job_type,
+        job_id=job.job_id,
+        message_id=message_id,
+        **fields,
+    )
+    call_hook("job_enqueued", hooks.job_enqueued, job, message_id)

@@ -7,8 +7,6 @@ import datetime
 import random
 import typing as t
 
-import structlog
-
 from ._definitions import check_definition_keys
 from ._definitions import check_queue_name
 from ._definitions import check_weight
@@ -25,12 +23,13 @@ from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
 from ._middleware import JobMiddleware
 from ._offloading import send as send_message
-from ._producer import build_send_params
 from ._producer import check_correlation_fields
 from ._producer import check_job_type
 from ._producer import check_options
 from ._producer import check_payload
+from ._producer import report_enqueued
 from ._producer import SendOptions
+from ._producer import stage_job
 from ._queue import SqsQueue
 
 if t.TYPE_CHECKING:
@@ -40,8 +39,6 @@ if t.TYPE_CHECKING:
     from ._handlers import HandlerFunc
     from ._handlers import JobHandler
 
-log = structlog.get_logger(__name__)
-job_log = structlog.get_logger("flask_sqs_jobs.job")
 
 _QUEUE_KEYS = frozenset({"queue", "weight"})
 
@@ -283,27 +280,9 @@ class QueueGroup:
         sqs_queue = self.queue(job.queue)
         check_job_type(job.job_type)
         check_payload(job.payload)
-        job.job_id = check_job_id(job.job_id)
-        params, dropped = build_send_params(sqs_queue, job.queue, job, options)
-        if dropped:
-            job_log.warning(
-                "propagation_attributes_dropped",
-                queue=job.queue,
-                job_type=job.job_type,
-                dropped=dropped,
-            )
+        params = stage_job(sqs_queue, job, options)
         message_id = send_message(sqs_queue, params)
-        job_log.info(
-            "job_enqueued",
-            queue=job.queue,
-            job_type=job.job_type,
-            job_id=job.job_id,
-            message_id=message_id,
-        )
-        try:
-            self.hooks.job_enqueued(job, message_id)
-        except Exception:
-            log.exception("hook_failed", hook="job_enqueued")
+        report_enqueued(self.hooks, job, message_id)
         return message_id
 
     def run_worker(

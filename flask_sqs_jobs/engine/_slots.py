@@ -48,8 +48,7 @@ class JobProcessing:
             contextvars.copy_context().run(self._run_then_settle, delivery)
         except BaseException:
             log.exception("job_thread_error", message_id=delivery.message_id)
-        finally:
-            self._state.free_slot(delivery)
+            self._state.free_slot(delivery)  # a no-op if phase one freed it
 
     def _run_then_settle(self, delivery: Delivery) -> None:
         try:
@@ -57,6 +56,7 @@ class JobProcessing:
         except Exception:
             self._heartbeat.drop(delivery.lease)
             log.exception("message_processing_failed")
+            self._state.free_slot(delivery)
             return
         try:
             self._state.free_slot(delivery)

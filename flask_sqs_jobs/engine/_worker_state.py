@@ -43,8 +43,6 @@ class WorkerState:
         self.stop_requested = False
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = threading.Event()
-        #: Jobs whose handler runs now (the busy slots).
-        self.running = 0
         #: Slot threads inside a job (handler or settling); for the shutdown.
         self.active = 0
         #: Received messages waiting for a slot, per queue; each one is leased.
@@ -72,6 +70,11 @@ class WorkerState:
         self.events = 0
         self.last_receive_at: float | None = None
         self.started_at: float | None = None
+
+    @property
+    def running(self) -> int:
+        """Jobs whose handler runs now (the busy slots)."""
+        return len(self.in_handler)
 
     # -- stopping --
 
@@ -148,7 +151,6 @@ class WorkerState:
 
     def start_job(self, delivery: Delivery) -> None:
         """Count ``delivery`` as running in a slot (call with the lock held)."""
-        self.running += 1
         self.active += 1
         self.in_handler[delivery] = time.monotonic()
 
@@ -163,7 +165,6 @@ class WorkerState:
             self.job_seconds = (
                 elapsed if previous is None else previous + 0.1 * (elapsed - previous)
             )
-            self.running -= 1
             self.events += 1
             if self.held_count:
                 self.work_ready.notify()
