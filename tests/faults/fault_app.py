@@ -85,7 +85,7 @@ def configure_logging() -> None:
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ],
-        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        logger_factory=structlog.WriteLoggerFactory(sys.stdout),
     )
 
 
