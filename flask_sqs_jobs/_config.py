@@ -47,6 +47,8 @@ class Config:
     eager: bool = False
     #: ``SQS_JOBS_LARGE_PAYLOADS``: large bodies through S3, or None (off).
     large_payloads: dict[str, t.Any] | None = None
+    #: ``SQS_JOBS_STORE_URL``: a SQLAlchemy URL for the job store, or None.
+    store_url: str | None = None
 
 
 _KEYS = {
@@ -91,6 +93,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         ),
         eager=_bool(config, "EAGER"),
         large_payloads=_large_payloads(config.get(f"{PREFIX}LARGE_PAYLOADS")),
+        store_url=_optional_str(config, "STORE_URL"),
     )
 
 

@@ -20,6 +20,7 @@ from ._large_payloads_setup import make_large_payloads
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
 from ._sqs_client import make_sqs_client
+from ._store_setup import make_store
 from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
@@ -30,6 +31,7 @@ from .engine._job import JSONObject
 from .engine._middleware import JobMiddleware
 from .engine._queue_group import QueueGroup
 from .engine._worker import JobWorker
+from .store._base import JobStore
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -46,6 +48,7 @@ class _State:
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     client: SQSClient | None = None
     group: QueueGroup | None = None
+    store: JobStore | None = None
 
 
 class SQSJobs:
@@ -74,6 +77,9 @@ class SQSJobs:
     :param middleware: :class:`JobMiddleware` instances, outermost first.
     :param s3_client: a boto3 S3 client for ``SQS_JOBS_LARGE_PAYLOADS``, instead
         of creating one the way boto3 creates any client.
+    :param store: the job store (:class:`~flask_sqs_jobs.store.SQLAlchemyStore`
+        or :class:`~flask_sqs_jobs.store.DynamoDBStore`), instead of one built
+        from ``SQS_JOBS_STORE_URL``.
     """
 
     def __init__(
@@ -83,9 +89,16 @@ class SQSJobs:
         boto_client: SQSClient | None = None,
         middleware: cabc.Sequence[JobMiddleware] = (),
         s3_client: t.Any = None,
+        store: JobStore | None = None,
     ) -> None:
+        if store is not None and not isinstance(store, JobStore):
+            raise TypeError(
+                "store must be a SQLAlchemyStore or a DynamoDBStore (from"
+                f" flask_sqs_jobs.store); got {type(store).__name__}"
+            )
         self._boto_client = boto_client
         self._s3_client = s3_client
+        self._store = store
         self.middleware: tuple[JobMiddleware, ...] = tuple(middleware)
         #: job type -> handler, shared by every app this instance is bound to.
         self.handlers: dict[str, JobHandler] = {}
@@ -111,7 +124,8 @@ class SQSJobs:
                 " existing SQSJobs instance instead of creating a second one."
             )
         config = load_config(app.config)
-        self._state[app] = _State(config=config, hooks=FlaskHooks(app))
+        store = self._store or make_store(config)
+        self._state[app] = _State(config=config, hooks=FlaskHooks(app), store=store)
         app.extensions["sqs_jobs"] = self
 
         header = config.request_id_header
@@ -181,6 +195,25 @@ class SQSJobs:
     def config(self, app: Flask | None = None) -> Config:
         """The validated configuration of ``app`` (the current app by default)."""
         return self._get_state(app).config
+
+    def store(self, app: Flask | None = None) -> JobStore:
+        """The job store of ``app`` (the current app by default).
+
+        :raises RuntimeError: no store is configured; the message names
+            ``SQS_JOBS_STORE_URL``.
+        """
+        store = self._get_state(app).store
+        if store is None:
+            raise RuntimeError(
+                "this needs a job store: set SQS_JOBS_STORE_URL (e.g."
+                " 'sqlite:///instance/jobs.db' or 'postgresql+psycopg://...') or pass"
+                " SQSJobs(store=...)"
+            )
+        return store
+
+    def has_store(self, app: Flask | None = None) -> bool:
+        """Whether ``app`` has a job store."""
+        return self._get_state(app).store is not None
 
     def client(self, app: Flask | None = None) -> SQSClient:
         """The boto3 SQS client of ``app``, created from its config on first use."""

@@ -153,3 +153,31 @@ def log_events() -> cabc.Iterator[list[EventDict]]:
         processors=[structlog.contextvars.merge_contextvars]
     ) as events:
         yield events
+
+
+# -- job stores ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> cabc.Iterator[str]:
+    """A PostgreSQL cluster for this test process (skips when none is installed)."""
+    from tests.postgres import postgres_cluster
+
+    with postgres_cluster() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """The URL of an empty PostgreSQL database of its own, for one test."""
+    from tests.postgres import fresh_database
+
+    return fresh_database(postgres_server)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: t.Any) -> str:
+    """A fresh store database: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'jobs.db'}"
+    return t.cast(str, request.getfixturevalue("postgres_url"))

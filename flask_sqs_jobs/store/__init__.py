@@ -1,0 +1,33 @@
+"""Job stores: where the jobs layer keeps what SQS cannot.
+
+:class:`SQLAlchemyStore` (SQLite or PostgreSQL, the ``sqlalchemy`` extra; and
+``postgres`` for psycopg) holds the transactional outbox, idempotency keys and,
+as the jobs layer grows, job records, workers and schedule ticks.
+:class:`DynamoDBStore` holds the same except the outbox, which needs the app's
+own database. Both are imported lazily, so this package loads without
+SQLAlchemy installed.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from ._base import JobStore
+
+if t.TYPE_CHECKING:
+    from ._dynamodb import DynamoDBStore
+    from ._sqlalchemy import SQLAlchemyStore
+
+__all__ = ["DynamoDBStore", "JobStore", "SQLAlchemyStore"]
+
+
+def __getattr__(name: str) -> t.Any:
+    if name == "SQLAlchemyStore":
+        from ._sqlalchemy import SQLAlchemyStore
+
+        return SQLAlchemyStore
+    if name == "DynamoDBStore":
+        from ._dynamodb import DynamoDBStore
+
+        return DynamoDBStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

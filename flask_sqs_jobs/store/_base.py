@@ -1,0 +1,32 @@
+"""What every job store offers the rest of the jobs layer."""
+
+from __future__ import annotations
+
+import abc
+
+
+class JobStore(abc.ABC):
+    """Where the jobs layer keeps its state: a SQL database or a DynamoDB table.
+
+    Each feature that needs a store talks to one part of it (the outbox, the
+    idempotency keys, ...); a store that lacks a part says so when the part is
+    first asked for.
+    """
+
+    #: A short name for logs and errors: ``"sqlalchemy"`` or ``"dynamodb"``.
+    kind: str = ""
+
+    @abc.abstractmethod
+    def create_tables(self) -> list[str]:
+        """Create whatever is missing (tables, indexes); leave the rest unchanged.
+
+        Idempotent. Returns one line per table for ``flask sqs-jobs store init``.
+        """
+
+    def close(self) -> None:
+        """Release connections (pools, clients); the store may be used again."""
+        return None
+
+    def describe(self) -> str:
+        """Where the store lives, without credentials, for logs and the CLI."""
+        return self.kind
