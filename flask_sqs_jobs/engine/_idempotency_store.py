@@ -1,0 +1,91 @@
+"""What the worker needs from a store to run idempotent handlers.
+
+The engine never imports a database library: a store (``flask_sqs_jobs.store``)
+provides an :class:`IdempotencyKeys` implementation, and the worker calls it
+around the handler of a job whose type asks for idempotency.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing as t
+
+from ._job import JSONObject
+
+#: The largest JSON result (UTF-8 bytes) kept with a completed key.
+MAX_RESULT_BYTES = 64 * 1024
+
+
+class ClaimState(enum.Enum):
+    """What :meth:`IdempotencyKeys.claim` found."""
+
+    #: The key was free (or its lease had ended): the caller now holds it.
+    CLAIMED = "claimed"
+    #: The key was completed (and not yet expired): do not run again.
+    COMPLETED = "completed"
+    #: Another holder's lease is live: try again when it ends.
+    IN_PROGRESS = "in_progress"
+    #: The key is held or completed for a different payload.
+    CONFLICT = "conflict"
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """The answer of :meth:`IdempotencyKeys.claim`."""
+
+    state: ClaimState
+    #: The holder's token (CLAIMED): pass it to renew, complete and release.
+    token: str | None = None
+    #: Seconds until the other holder's lease ends (IN_PROGRESS).
+    retry_after_seconds: float | None = None
+    #: The job id that completed or holds the key (COMPLETED, IN_PROGRESS, CONFLICT).
+    holder_job_id: str | None = None
+    #: The completed run's JSON result (COMPLETED).
+    result: t.Any = None
+
+
+class IdempotencyKeys(t.Protocol):
+    """Idempotency keys in a store, each in progress (leased) or completed.
+
+    Every method is safe to call from several processes at once: a key is
+    claimed by exactly one caller at a time (a conditional write or a row
+    lock). Times are measured by the store's clock where it has one.
+    """
+
+    def claim(
+        self, key: str, *, payload_hash: str, job_id: str, lease_seconds: float
+    ) -> Claim:
+        """Claim ``key`` for ``lease_seconds``, unless it is completed or held."""
+
+    def renew(self, key: str, token: str, lease_seconds: float) -> bool:
+        """Extend the lease; False when ``token`` no longer holds the key."""
+
+    def complete(
+        self,
+        key: str,
+        token: str,
+        *,
+        result: t.Any,
+        ttl_seconds: float,
+        session: t.Any = None,
+    ) -> None:
+        """Mark the key completed for ``ttl_seconds``, keeping ``result``.
+
+        With ``session`` (a SQLAlchemy session of the store's database), the
+        write joins that session's transaction and the caller commits it.
+        """
+
+    def release(self, key: str, token: str) -> None:
+        """Forget an in-progress key held by ``token`` (the handler failed)."""
+
+
+def payload_fingerprint(payload: JSONObject) -> str:
+    """SHA-256 of the payload's canonical JSON, to tell a reused key."""
+    import hashlib
+    import json
+
+    canonical = json.dumps(
+        payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
