@@ -18,6 +18,8 @@ from ._cli_common import ConfigurationError
 from ._cli_common import current_app_and_jobs
 from ._cli_common import FiniteFloatRange
 from ._cli_common import sqs_errors
+from ._worker_services import running
+from ._worker_services import worker_services
 from .engine._exceptions import QueueNotFoundError
 from .engine._health import HealthServer
 from .engine._runner import run_until_signalled
@@ -205,7 +207,8 @@ def run_one_worker(
         if on_health_started is not None:
             on_health_started(health.port)
     try:
-        return run_until_signalled(worker)
+        with running(worker_services(app, jobs, worker, options)):
+            return run_until_signalled(worker)
     finally:
         if health is not None:
             health.stop()
