@@ -47,22 +47,24 @@ def as_job_handler(handler: HandlerFunc | JobHandler) -> JobHandler:
 _loops = threading.local()
 
 
-def call_handler(func: HandlerFunc, payload: JSONObject) -> None:
-    """Call ``func(payload)``; run a coroutine it returns to completion.
+def call_handler(func: HandlerFunc, payload: JSONObject) -> object:
+    """Call ``func(payload)`` and return what it returns.
 
-    Coroutines run on an event loop owned by the calling thread and kept for
-    the thread's next jobs.
+    A coroutine it returns is run to completion (and its value returned), on
+    an event loop owned by the calling thread and kept for the thread's next
+    jobs.
     """
     result = func(payload)
     if inspect.isawaitable(result):
         runner: asyncio.Runner | None = getattr(_loops, "runner", None)
         if runner is None:
             runner = _loops.runner = asyncio.Runner()
-        runner.run(_await(result))
+        return runner.run(_await(result))
+    return result
 
 
-async def _await(awaitable: cabc.Awaitable[object]) -> None:
-    await awaitable
+async def _await(awaitable: cabc.Awaitable[object]) -> object:
+    return await awaitable
 
 
 def close_thread_loop() -> None:

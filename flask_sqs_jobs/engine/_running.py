@@ -140,6 +140,8 @@ class Ran:
     #: The handler's verdict before settling: success, retry or delete.
     outcome: Outcome = Outcome.SUCCESS
     exception: BaseException | None = None
+    #: What the handler returned (on success).
+    result: object = None
     #: Why a malformed message is not a job.
     reason: str = ""
     #: When a deferred job is due.
@@ -264,7 +266,9 @@ class JobRunner:
             lease.abort = job.abort_requested
         if self._enter_job_context(ran):
             try:
-                ran.outcome, ran.exception = self._call(job, ran.delivery, handler)
+                ran.outcome, ran.exception, ran.result = self._call(
+                    job, ran.delivery, handler
+                )
             except BaseException as error:
                 # SystemExit or KeyboardInterrupt from the handler: the message
                 # is left for redelivery and the error goes on up.
@@ -281,22 +285,24 @@ class JobRunner:
 
     def _call(
         self, job: Job, delivery: Delivery, handler: JobHandler
-    ) -> tuple[Outcome, BaseException | None]:
+    ) -> tuple[Outcome, BaseException | None, object]:
+        returned: list[object] = [None]
+
         def start_and_call(job: Job) -> None:
             _log_started(delivery)
             call_hook("job_started", self._hooks.job_started, job)
-            call_handler(handler.func, job.payload)
+            returned[0] = call_handler(handler.func, job.payload)
 
         token = set_current_job(job)
         try:
             compose_consume(self._middleware, start_and_call)(job)
         except NonRetryableError as exc:
-            return Outcome.DELETE, exc
+            return Outcome.DELETE, exc, None
         except Exception as exc:
-            return Outcome.RETRY, exc
+            return Outcome.RETRY, exc, None
         finally:
             reset_current_job(token)
-        return Outcome.SUCCESS, None
+        return Outcome.SUCCESS, None, returned[0]
 
 
 def _log_started(delivery: Delivery) -> None:
