@@ -12,13 +12,33 @@ the job until the session commits and drops it on rollback::
         user = User(email=request.form["email"])
         db.session.add(user)
         db.session.flush()
-        enqueue_after_commit(db.session, "default", "send_welcome_email",
-                             {"user_id": user.id})
+        job_id = enqueue_after_commit(db.session, "default", "send_welcome_email",
+                                      {"user_id": user.id})
         db.session.commit()     # the job is sent here
-        return "", 201
+        return {"job_id": job_id}, 201
 
-The jobs are sent right after the commit, so a crash between the two still
-loses them: for a strict guarantee keep an outbox table and enqueue from it.
+Every way a transaction ends is covered: a commit sends what the transaction
+held; a rollback (``session.rollback()``, even when no SQL ran; a
+``with session.begin():`` block that raised), ``session.close()`` and a
+rolled-back savepoint (``begin_nested()``) drop it. A savepoint that rolls back
+drops only the jobs held inside it; one that is released hands its jobs to the
+enclosing transaction, and they leave with its commit.
+
+After the commit each job is sent on its own: a send that fails is logged
+(``job_send_failed``, with ``queue``, ``job_type`` and ``job_id``) and the
+other jobs are still sent. Nothing is raised into the session, since the
+commit already happened, and the session stays usable.
+
+When to use it, and when the outbox: the send happens after the commit, in the
+same process, so a crash (or a failed send) between the two loses the job:
+what you get is "never sent for a rolled-back transaction", not "always sent
+for a committed one". Use it for jobs that may be lost now and then (a cache
+refresh, a notification with another path to the user), or when the job store
+is not in the app's database. When the job must leave whenever the rows
+commit, use the transactional outbox instead:
+``jobs.enqueue(..., session=db.session)`` writes the job in the same
+transaction, and the relay in ``flask sqs-worker`` sends whatever the immediate
+send after the commit did not (see ``docs/guarantees.md``).
 
 Each worker job runs in its own app context, so Flask-SQLAlchemy's session is
 removed after every job without anything from this module.
@@ -26,6 +46,7 @@ removed after every job without anything from this module.
 
 from __future__ import annotations
 
+import dataclasses
 import typing as t
 
 try:
@@ -39,15 +60,32 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import structlog
 from flask import current_app
+from flask import Flask
+from flask import has_app_context
 
 from ..engine._job import JSONObject
+from ..engine._job_ids import check_job_id
+from ..engine._untrusted import loggable_text
 
 if t.TYPE_CHECKING:
     from .._extension import SQSJobs
 
 log = structlog.get_logger(__name__)
 
-_PENDING = "flask_sqs_jobs.pending_jobs"
+_HELD = "flask_sqs_jobs.held_jobs"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _HeldJob:
+    app: Flask
+    queue: str
+    job_type: str
+    payload: JSONObject | None
+    options: dict[str, t.Any]
+    job_id: str
+    #: The transaction the job was held in, then each enclosing one: a job is
+    #: dropped when any of them rolls back.
+    transactions: tuple[sqlalchemy.orm.SessionTransaction, ...]
 
 
 def enqueue_after_commit(
@@ -56,30 +94,104 @@ def enqueue_after_commit(
     job_type: str,
     payload: JSONObject | None = None,
     **options: t.Any,
-) -> None:
+) -> str:
     """Enqueue a job once ``session`` commits; forget it if the session rolls back.
 
-    Takes the same arguments as :meth:`SQSJobs.enqueue`. The job is checked
-    when it is sent, after the commit; the current app's extension sends it.
+    Takes the same arguments as :meth:`SQSJobs.enqueue`; the current app's
+    extension sends it. The job id (the caller's ``job_id=`` or a new one) is
+    checked and returned at once; the rest of the job is checked when it is
+    sent, after the commit. A session not yet in a transaction begins one, so
+    that its rollback can drop the job.
+
+    :raises ValueError: ``job_id`` is not a valid job id.
     """
     target = (
         session() if isinstance(session, sqlalchemy.orm.scoped_session) else session
     )
-    jobs: SQSJobs = current_app.extensions["sqs_jobs"]
-    pending: list[tuple[SQSJobs, tuple[t.Any, ...], dict[str, t.Any]]]
-    pending = target.info.setdefault(_PENDING, [])
-    if not sqlalchemy.event.contains(target, "after_commit", _send_pending):
-        sqlalchemy.event.listen(target, "after_commit", _send_pending)
-        sqlalchemy.event.listen(target, "after_rollback", _drop_pending)
-    pending.append((jobs, (queue, job_type, payload), options))
+    job_id = check_job_id(options.pop("job_id", None))
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    if not target.in_transaction():
+        target.begin()
+    if not sqlalchemy.event.contains(target, "after_commit", _send_held):
+        sqlalchemy.event.listen(target, "after_commit", _send_held)
+        sqlalchemy.event.listen(target, "after_soft_rollback", _drop_rolled_back)
+        sqlalchemy.event.listen(target, "after_transaction_end", _drop_unsent)
+    held: list[_HeldJob] = target.info.setdefault(_HELD, [])
+    held.append(
+        _HeldJob(app, queue, job_type, payload, options, job_id, _chain(target))
+    )
+    return job_id
 
 
-def _send_pending(session: sqlalchemy.orm.Session) -> None:
-    for jobs, args, options in session.info.pop(_PENDING, []):
-        jobs.enqueue(*args, **options)
+def _chain(
+    session: sqlalchemy.orm.Session,
+) -> tuple[sqlalchemy.orm.SessionTransaction, ...]:
+    transaction = session.get_nested_transaction() or session.get_transaction()
+    chain = []
+    while transaction is not None:
+        chain.append(transaction)
+        transaction = transaction.parent
+    return tuple(chain)
 
 
-def _drop_pending(session: sqlalchemy.orm.Session) -> None:
-    pending = session.info.pop(_PENDING, [])
-    if pending:
-        log.info("jobs_dropped_on_rollback", count=len(pending))
+def _send_held(session: sqlalchemy.orm.Session) -> None:
+    # after_commit also fires when a savepoint is released: its jobs then
+    # belong to the enclosing transaction, which has not committed yet.
+    if session.get_nested_transaction() is not None:
+        return
+    for job in session.info.pop(_HELD, []):
+        _send(job)
+
+
+def _send(job: _HeldJob) -> None:
+    try:
+        if has_app_context() and current_app._get_current_object() is job.app:  # type: ignore[attr-defined]
+            _enqueue(job)
+        else:
+            with job.app.app_context():
+                _enqueue(job)
+    except Exception:
+        # The commit has happened: raising would leave the session unusable
+        # and lose the jobs after this one.
+        log.exception(
+            "job_send_failed",
+            queue=loggable_text(job.queue),
+            job_type=loggable_text(str(job.job_type)),
+            job_id=job.job_id,
+        )
+
+
+def _enqueue(job: _HeldJob) -> None:
+    jobs: SQSJobs = job.app.extensions["sqs_jobs"]
+    jobs.enqueue(job.queue, job.job_type, job.payload, job_id=job.job_id, **job.options)
+
+
+def _drop_rolled_back(
+    session: sqlalchemy.orm.Session,
+    previous_transaction: sqlalchemy.orm.SessionTransaction,
+) -> None:
+    held: list[_HeldJob] = session.info.get(_HELD, [])
+    dropped = [job for job in held if previous_transaction in job.transactions]
+    if dropped:
+        session.info[_HELD] = [job for job in held if job not in dropped]
+        _log_dropped(dropped)
+
+
+def _drop_unsent(
+    session: sqlalchemy.orm.Session,
+    transaction: sqlalchemy.orm.SessionTransaction,
+) -> None:
+    # The outermost transaction ended without sending (a rollback, or
+    # close()): what it held can never be committed now.
+    if transaction.parent is None:
+        dropped = session.info.pop(_HELD, [])
+        if dropped:
+            _log_dropped(dropped)
+
+
+def _log_dropped(dropped: list[_HeldJob]) -> None:
+    log.info(
+        "jobs_dropped_on_rollback",
+        count=len(dropped),
+        job_ids=[job.job_id for job in dropped],
+    )

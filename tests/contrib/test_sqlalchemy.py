@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import pathlib
 import typing as t
 
 import pytest
@@ -27,11 +28,13 @@ class Base(orm.DeclarativeBase):
 
 
 @pytest.fixture
-def app_and_db(sqs: SQSClient) -> cabc.Iterator[tuple[Flask, SQLAlchemy, str]]:
+def app_and_db(
+    sqs: SQSClient, tmp_path: pathlib.Path
+) -> cabc.Iterator[tuple[Flask, SQLAlchemy, str]]:
     url = create_queue(sqs, "jobs")
     app = Flask(__name__)
     app.config.update(
-        SQLALCHEMY_DATABASE_URI="sqlite://",
+        SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'app.db'}",
         SQS_JOBS_QUEUES={"default": {"url": url}},
     )
     db = SQLAlchemy(app, model_class=Base)
