@@ -9,6 +9,9 @@ from botocore.exceptions import ClientError
 
 from ._base import JobStore
 
+if t.TYPE_CHECKING:
+    from ._dynamodb_idempotency import DynamoDBIdempotencyKeys
+
 #: The table's key attributes: ``pk`` (what the item is about, e.g.
 #: ``idem#<key>``) and ``sk`` (which part of it).
 PARTITION_KEY = "pk"
@@ -74,6 +77,12 @@ class DynamoDBStore(JobStore):
             TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
         )
         return [f"{self.table_name}: created"]
+
+    def idempotency_keys(self) -> DynamoDBIdempotencyKeys:
+        """The idempotency keys, as items ``idem#<key>`` of the table."""
+        from ._dynamodb_idempotency import DynamoDBIdempotencyKeys
+
+        return DynamoDBIdempotencyKeys(self.client, self.table_name)
 
     def describe(self) -> str:
         return f"dynamodb table {self.table_name}"
