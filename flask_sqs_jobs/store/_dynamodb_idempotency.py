@@ -23,7 +23,6 @@ import secrets
 import time
 import typing as t
 
-import structlog
 from botocore.exceptions import ClientError
 
 from ..engine._idempotency_store import Claim
@@ -33,8 +32,6 @@ from ..engine._untrusted import loggable_text
 from ._dynamodb import PARTITION_KEY
 from ._dynamodb import SORT_KEY
 from ._dynamodb import TTL_ATTRIBUTE
-
-log = structlog.get_logger("flask_sqs_jobs.store")
 
 #: The longest key accepted (that of the SQL store's column too).
 MAX_KEY_LENGTH = 255
@@ -116,7 +113,7 @@ class DynamoDBIdempotencyKeys:
                 continue
             return Claim(ClaimState.CLAIMED, token=token)
         raise RuntimeError(
-            f"could not claim idempotency key {loggable_text(key)!r}: the item"
+            f"could not claim idempotency key '{loggable_text(key)}': the item"
             f" changed under {_CLAIM_ATTEMPTS} attempts in a row"
         )
 
@@ -142,9 +139,10 @@ class DynamoDBIdempotencyKeys:
     ) -> None:
         """Mark the key completed for ``ttl_seconds``, keeping ``result``.
 
-        ``session`` is ignored (see the class). A token that no longer holds
-        the key changes nothing: the key stays with its holder.
+        ``session`` is ignored (see the class).
 
+        :raises RuntimeError: ``token`` no longer holds the key; it stays with
+            its holder.
         :raises ValueError: ``result`` is not JSON or over 64 KiB encoded.
         """
         _check_seconds("ttl_seconds", ttl_seconds)
@@ -166,7 +164,11 @@ class DynamoDBIdempotencyKeys:
             {"#result": "result"},
         )
         if not completed:
-            log.warning("idempotency_key_not_held", key=loggable_text(key))
+            raise RuntimeError(
+                f"idempotency key '{loggable_text(key)}' is no longer held by this"
+                " token (its lease ended and another job claimed it); not marked"
+                " completed"
+            )
 
     def release(self, key: str, token: str) -> None:
         """Forget an in-progress key held by ``token``; another holder's stays."""

@@ -14,7 +14,7 @@ from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store._dynamodb_idempotency import DynamoDBIdempotencyKeys
 
 if t.TYPE_CHECKING:
-    from structlog.typing import EventDict
+    from flask_sqs_jobs.engine._idempotency_store import IdempotencyKeys
 
 HASH = "a" * 64
 
@@ -113,15 +113,15 @@ def test_complete_ignores_a_session(store: DynamoDBStore) -> None:
     assert keys.claim("k", payload_hash=HASH, job_id="j", lease_seconds=1).result == 1
 
 
-def test_completing_a_key_held_by_another_is_logged(
-    store: DynamoDBStore, log_events: list[EventDict]
+def test_a_lost_key_is_named_escaped_when_completing_it_fails(
+    store: DynamoDBStore,
 ) -> None:
-    keys = store.idempotency_keys()
+    keys: IdempotencyKeys = store.idempotency_keys()
     keys.claim("k\x1b[2J", payload_hash=HASH, job_id="j-1", lease_seconds=60)
-    keys.complete("k\x1b[2J", "stale-token", result=None, ttl_seconds=60)
-    [event] = [e for e in log_events if e["event"] == "idempotency_key_not_held"]
-    assert event["key"] == "k\\x1b[2J"
-    assert event["log_level"] == "warning"
+    with pytest.raises(RuntimeError) as info:
+        keys.complete("k\x1b[2J", "stale-token", result=None, ttl_seconds=60)
+    assert "'k\\x1b[2J' is no longer held" in str(info.value)
+    assert "\x1b" not in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -164,7 +164,8 @@ def test_a_wrong_token_can_neither_renew_complete_nor_release(
 ) -> None:
     token = claimed(keys, lease_seconds=60)
     assert keys.renew("charge-1", "not-the-token", 3600) is False
-    keys.complete("charge-1", "not-the-token", result="stolen", ttl_seconds=3600)
+    with pytest.raises(RuntimeError, match="no longer held"):
+        keys.complete("charge-1", "not-the-token", result="x", ttl_seconds=3600)
     keys.release("charge-1", "not-the-token")
     answer = claim(keys)
     assert answer.state is ClaimState.IN_PROGRESS
