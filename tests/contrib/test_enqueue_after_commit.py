@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import pathlib
+import threading
 import typing as t
 
 import pytest
@@ -197,3 +198,16 @@ def test_a_scoped_session_holds_jobs_on_its_current_session(
     scoped.commit()
     scoped.remove()
     assert job_types(sent) == ["kept"]
+
+
+def test_a_commit_outside_the_app_context_still_sends(
+    engine: sa.Engine, sent: list[Job]
+) -> None:
+    """A thread of its own has no app context: the job's app is pushed to send it."""
+    session = orm.Session(engine)
+    enqueue_after_commit(session, "default", "later")
+    worker = threading.Thread(target=session.commit)
+    worker.start()
+    worker.join(timeout=30)
+    session.close()
+    assert job_types(sent) == ["later"]

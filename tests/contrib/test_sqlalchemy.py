@@ -106,3 +106,13 @@ def test_each_worker_job_gets_its_own_database_session(
     assert outcomes == ["success", "success"]
     assert sessions[0] is not sessions[1]
     assert db.session() not in sessions
+
+
+def test_a_rollback_of_the_flask_session_that_ran_no_sql_drops_the_job(
+    app_and_db: tuple[Flask, SQLAlchemy, str], sqs: SQSClient
+) -> None:
+    _, db, url = app_and_db
+    enqueue_after_commit(db.session, "default", "welcome", {"user_id": 3})
+    db.session.rollback()
+    db.session.commit()
+    assert message_count(sqs, url) == 0
