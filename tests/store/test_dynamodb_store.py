@@ -16,6 +16,8 @@ from flask_sqs_jobs.store._dynamodb_idempotency import DynamoDBIdempotencyKeys
 if t.TYPE_CHECKING:
     from flask_sqs_jobs.engine._idempotency_store import IdempotencyKeys
 
+pytestmark = pytest.mark.integration
+
 HASH = "a" * 64
 
 

@@ -19,7 +19,12 @@ from flask_sqs_jobs.engine._idempotency_store import MAX_RESULT_BYTES
 from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store import JobStore
 
-BACKENDS = ["dynamodb", "sqlite", "postgresql"]
+#: DynamoDB runs on moto's server, so with the integration tier.
+BACKENDS = [
+    pytest.param("dynamodb", marks=pytest.mark.integration),
+    "sqlite",
+    "postgresql",
+]
 HASH = "a" * 64
 OTHER_HASH = "b" * 64
 #: Long enough never to end during a test.
