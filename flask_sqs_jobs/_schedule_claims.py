@@ -1,0 +1,314 @@
+"""How a tick is enqueued exactly once however many workers run it.
+
+Three ways, one per set-up (``docs/periodic.md``):
+
+- :class:`SqlClaims`: the tick's row in ``sqs_jobs_schedule_ticks`` and the
+  job's outbox row in one transaction; the outbox relay sends what a killed
+  worker did not.
+- :class:`DynamoClaims`: a conditional put of the tick item as ``pending``,
+  the send, then ``sent``; a claim left ``pending`` for longer than
+  :data:`STALE_AFTER_SECONDS` is taken over and sent again with the same job id.
+- :class:`FifoClaims`: no store; every worker sends, and the FIFO queue's
+  deduplication id (name and tick) keeps one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import typing as t
+
+import structlog
+from flask import Flask
+
+from ._periodic import Schedule
+from ._periodic import tick_text
+
+if t.TYPE_CHECKING:
+    from ._extension import SQSJobs
+    from .store._dynamodb import DynamoDBStore
+    from .store._sqlalchemy import SQLAlchemyStore
+
+log = structlog.get_logger(__name__)
+
+#: A DynamoDB claim still ``pending`` after this long is another worker's to send.
+STALE_AFTER_SECONDS = 60.0
+#: How long tick rows and items are kept (the latest of each schedule is
+#: what ``catch_up`` reads).
+TICK_RETENTION = dt.timedelta(days=7)
+
+
+class TickClaims(t.Protocol):
+    """Enqueue a tick's job unless another worker did."""
+
+    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+        """Enqueue ``tick``'s job if this worker claims it; return its job id."""
+
+    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
+        """The latest tick of ``schedule`` any worker claimed, if known."""
+
+    def recover(self, now: float) -> float | None:
+        """Send claims their worker left unsent; return when to look again."""
+
+
+def _send(
+    jobs: SQSJobs, app: Flask, schedule: Schedule, tick: dt.datetime, **options: t.Any
+) -> str:
+    """Enqueue ``tick``'s job directly to SQS; return its job id."""
+    enqueue = schedule.enqueue_options(tick)
+    with app.app_context():
+        jobs.enqueue(
+            schedule.queue,
+            schedule.job_type,
+            schedule.job_payload(),
+            **enqueue,
+            **options,
+        )
+    return t.cast(str, enqueue["job_id"])
+
+
+class FifoClaims:
+    """No store: every worker sends; the FIFO deduplication id keeps one."""
+
+    def __init__(self, jobs: SQSJobs, app: Flask) -> None:
+        self.jobs = jobs
+        self.app = app
+
+    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+        return _send(
+            self.jobs,
+            self.app,
+            schedule,
+            tick,
+            message_deduplication_id=dedup_id(schedule, tick),
+            message_group_id=schedule.name,
+        )
+
+    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
+        return None
+
+    def recover(self, now: float) -> float | None:
+        return None
+
+
+def dedup_id(schedule: Schedule, tick: dt.datetime) -> str:
+    """The FIFO MessageDeduplicationId of a tick: ``name:2026-03-29T01:00:00Z``.
+
+    Schedule names are 1-64 characters of ``A-Za-z0-9_.-``, so this is always
+    within SQS's 128 characters of letters, digits and punctuation.
+    """
+    return f"{schedule.name}:{tick_text(tick)}"
+
+
+class SqlClaims:
+    """The tick's row and the job's outbox row, committed together."""
+
+    def __init__(self, jobs: SQSJobs, app: Flask, store: SQLAlchemyStore) -> None:
+        # The transactional outbox (flask_sqs_jobs.store._outbox).
+        from .store._outbox import add_to_outbox  # type: ignore[import-not-found,unused-ignore]
+
+        self.add_to_outbox = add_to_outbox
+        self.jobs = jobs
+        self.app = app
+        self.store = store
+
+    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+        import sqlalchemy as sa
+
+        from .store._tables import schedule_ticks
+
+        options = schedule.enqueue_options(tick)
+        table = schedule_ticks
+        with self.app.app_context(), self.store.session() as session:
+            try:
+                with session.begin():
+                    session.execute(
+                        table.insert().values(
+                            schedule=schedule.name,
+                            tick=tick,
+                            job_id=options["job_id"],
+                            claimed_at=dt.datetime.now(dt.UTC),
+                        )
+                    )
+                    self.add_to_outbox(
+                        session,
+                        self.jobs.queues(self.app),
+                        schedule.queue,
+                        schedule.job_type,
+                        schedule.job_payload(),
+                        **options,
+                    )
+                    session.execute(
+                        table.delete().where(
+                            table.c.schedule == schedule.name,
+                            table.c.tick < tick - TICK_RETENTION,
+                        )
+                    )
+            except sa.exc.IntegrityError:
+                return None
+        return t.cast(str, options["job_id"])
+
+    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
+        import sqlalchemy as sa
+
+        from .store._tables import schedule_ticks
+
+        with self.store.session() as session:
+            query = sa.select(sa.func.max(schedule_ticks.c.tick)).where(
+                schedule_ticks.c.schedule == schedule.name
+            )
+            value = session.execute(query).scalar()
+        if value is None:
+            return None
+        # max() loses the column's type on SQLite: read it back the same way.
+        if isinstance(value, str):
+            value = dt.datetime.fromisoformat(value)
+        return value.replace(tzinfo=value.tzinfo or dt.UTC).astimezone(dt.UTC)
+
+    def recover(self, now: float) -> float | None:
+        return None
+
+
+class DynamoClaims:
+    """A conditional put of the tick as ``pending``, the send, then ``sent``."""
+
+    def __init__(self, jobs: SQSJobs, app: Flask, store: DynamoDBStore) -> None:
+        self.jobs = jobs
+        self.app = app
+        self.store = store
+        #: (schedule name, tick) -> when to look at its claim again.
+        self._watched: dict[tuple[str, dt.datetime], float] = {}
+
+    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+        from botocore.exceptions import ClientError
+
+        job_id = schedule.tick_job_id(tick)
+        claimed_at = time.time()
+        item = {
+            **_key(schedule, tick),
+            "status": {"S": "pending"},
+            "job_id": {"S": job_id},
+            "claimed_at": {"N": repr(claimed_at)},
+            "expires_at_epoch": {"N": str(int((tick + TICK_RETENTION).timestamp()))},
+        }
+        self._watched[(schedule.name, tick)] = claimed_at + STALE_AFTER_SECONDS
+        try:
+            self.store.client.put_item(
+                TableName=self.store.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            return None
+        self._send_claimed(schedule, tick)
+        return job_id
+
+    def _send_claimed(self, schedule: Schedule, tick: dt.datetime) -> None:
+        after_claim()
+        _send(self.jobs, self.app, schedule, tick)
+        self.store.client.update_item(
+            TableName=self.store.table_name,
+            Key=_key(schedule, tick),
+            UpdateExpression="SET #s = :sent",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":sent": {"S": "sent"}},
+        )
+        self._watched.pop((schedule.name, tick), None)
+
+    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
+        response = self.store.client.query(
+            TableName=self.store.table_name,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :tick)",
+            ExpressionAttributeValues={
+                ":pk": {"S": _partition(schedule)},
+                ":tick": {"S": "tick#"},
+            },
+            ScanIndexForward=False,
+            Limit=1,
+        )
+        items = response.get("Items", [])
+        if not items:
+            return None
+        tick = _tick_of(items[0]["sk"]["S"])
+        # A worker may have died holding this claim: look at it now.
+        self._watched.setdefault((schedule.name, tick), 0.0)
+        return tick
+
+    def recover(self, now: float) -> float | None:
+        for (name, tick), due in sorted(self._watched.items()):
+            schedule = self.jobs.schedules.get(name)
+            if due > now or schedule is None:
+                continue
+            self._watched.pop((name, tick))
+            try:
+                self._recover_one(schedule, tick, now)
+            except Exception:
+                log.exception(
+                    "schedule_recovery_failed", schedule=name, tick=tick_text(tick)
+                )
+                self._watched[(name, tick)] = now + STALE_AFTER_SECONDS
+        return min(self._watched.values(), default=None)
+
+    def _recover_one(self, schedule: Schedule, tick: dt.datetime, now: float) -> None:
+        from botocore.exceptions import ClientError
+
+        client, table = self.store.client, self.store.table_name
+        item = client.get_item(
+            TableName=table, Key=_key(schedule, tick), ConsistentRead=True
+        ).get("Item")
+        if item is None or item["status"]["S"] != "pending":
+            return
+        claimed_at = float(item["claimed_at"]["N"])
+        if claimed_at + STALE_AFTER_SECONDS > now:
+            self._watched[(schedule.name, tick)] = claimed_at + STALE_AFTER_SECONDS
+            return
+        try:
+            client.update_item(
+                TableName=table,
+                Key=_key(schedule, tick),
+                UpdateExpression="SET claimed_at = :now",
+                ConditionExpression="#s = :pending AND claimed_at = :then",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":now": {"N": repr(now)},
+                    ":then": item["claimed_at"],
+                    ":pending": {"S": "pending"},
+                },
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            return
+        self._watched[(schedule.name, tick)] = now + STALE_AFTER_SECONDS
+        self._send_claimed(schedule, tick)
+        log.info(
+            "schedule_fired",
+            schedule=schedule.name,
+            tick=tick_text(tick),
+            job_id=schedule.tick_job_id(tick),
+            recovered=True,
+        )
+
+
+def after_claim() -> None:
+    """Called between a DynamoDB claim and its send (a seam for crash tests)."""
+
+
+def _partition(schedule: Schedule) -> str:
+    return f"schedule#{schedule.name}"
+
+
+def _key(schedule: Schedule, tick: dt.datetime) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": _partition(schedule)}, "sk": {"S": f"tick#{tick_text(tick)}"}}
+
+
+def _tick_of(sort_key: str) -> dt.datetime:
+    return dt.datetime.strptime(
+        sort_key.removeprefix("tick#"), "%Y-%m-%dT%H:%M:%SZ"
+    ).replace(tzinfo=dt.UTC)
+
+
+def _code(exc: Exception) -> str:
+    return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
