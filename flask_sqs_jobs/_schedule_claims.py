@@ -146,6 +146,7 @@ class SqlClaims:
                     )
             except sa.exc.IntegrityError:
                 return None
+        after_claim()
         return t.cast(str, options["job_id"])
 
     def last_fired(self, schedule: Schedule) -> dt.datetime | None:
@@ -293,7 +294,7 @@ class DynamoClaims:
 
 
 def after_claim() -> None:
-    """Called between a DynamoDB claim and its send (a seam for crash tests)."""
+    """Called once a claim is made, before its job is sent (a seam for crash tests)."""
 
 
 def _partition(schedule: Schedule) -> str:
