@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import datetime as dt
+import importlib.util
 import threading
 import time
 import typing as t
@@ -151,19 +152,53 @@ def scheduler_service(
 ) -> Scheduler | None:
     """The embedded scheduler of one worker process, or None when it has no work.
 
+    :raises ConfigurationError: see :func:`check_scheduling`.
+    """
+    if not check_scheduling(app, jobs):
+        return None
+    return Scheduler(jobs.schedules.values(), claims_for(app, jobs), hooks=hooks)
+
+
+def check_scheduling(app: Flask, jobs: SQSJobs) -> bool:
+    """Whether workers run a scheduler; exit 2 (at start-up) when they cannot.
+
+    Reads only the configuration, so ``flask sqs-worker`` checks it once
+    before starting any process.
+
     :raises ConfigurationError: a schedule's queue is unknown, or its ticks
         cannot be claimed exactly once (no store and a standard queue).
     """
     config = jobs.config(app)
     if not jobs.schedules or config.scheduler != "embedded":
-        return None
+        return False
+    store = jobs.has_store(app)
     for schedule in jobs.schedules.values():
-        if schedule.queue not in config.queues:
+        definition = config.definitions.get(schedule.queue)
+        if definition is None:
             raise ConfigurationError(
                 f"schedule {schedule.name!r} targets queue {schedule.queue!r}, which"
                 " is not in SQS_JOBS_QUEUES"
             )
-    return Scheduler(jobs.schedules.values(), claims_for(app, jobs), hooks=hooks)
+        if not store and not definition.physical_name.endswith(".fifo"):
+            raise ConfigurationError(
+                f"schedule {schedule.name!r} cannot be enqueued exactly once: its"
+                f" queue {schedule.queue!r} is not FIFO and no job store is"
+                " configured; configure SQS_JOBS_STORE_URL, use a FIFO queue, or"
+                ' set SQS_JOBS_SCHEDULER = "eventbridge"'
+            )
+        if schedule.job_type not in jobs.handlers:
+            log.warning(
+                "schedule_job_type_unhandled",
+                schedule=schedule.name,
+                job_type=schedule.job_type,
+            )
+    sql_store = store and jobs.store(app).kind != "dynamodb"
+    if sql_store and importlib.util.find_spec("flask_sqs_jobs.store._outbox") is None:
+        raise ConfigurationError(
+            "periodic jobs on a SQL store need the transactional outbox"
+            " (flask_sqs_jobs.store._outbox), which this installation lacks"
+        )
+    return True
 
 
 def claims_for(app: Flask, jobs: SQSJobs) -> TickClaims:
@@ -172,26 +207,12 @@ def claims_for(app: Flask, jobs: SQSJobs) -> TickClaims:
     from ._schedule_claims import FifoClaims
     from ._schedule_claims import SqlClaims
 
-    if jobs.has_store(app):
-        store = jobs.store(app)
-        if store.kind == "dynamodb":
-            return DynamoClaims(jobs, app, t.cast(t.Any, store))
-        try:
-            return SqlClaims(jobs, app, t.cast(t.Any, store))
-        except ImportError:
-            raise ConfigurationError(
-                "periodic jobs on a SQL store need the transactional outbox"
-                " (flask_sqs_jobs.store._outbox), which this installation lacks"
-            ) from None
-    group = jobs.queues(app)
-    for schedule in jobs.schedules.values():
-        if not group.queue(schedule.queue).is_fifo:
-            raise ConfigurationError(
-                f"schedule {schedule.name!r} cannot be enqueued exactly once: its"
-                f" queue {schedule.queue!r} is not FIFO and no job store is"
-                " configured; configure SQS_JOBS_STORE_URL, use a FIFO queue, or"
-                ' set SQS_JOBS_SCHEDULER = "eventbridge"'
-            )
-        if schedule.catch_up:
-            log.warning("schedule_catch_up_needs_store", schedule=schedule.name)
-    return FifoClaims(jobs, app)
+    if not jobs.has_store(app):
+        for schedule in jobs.schedules.values():
+            if schedule.catch_up:
+                log.warning("schedule_catch_up_needs_store", schedule=schedule.name)
+        return FifoClaims(jobs, app)
+    store = jobs.store(app)
+    if store.kind == "dynamodb":
+        return DynamoClaims(jobs, app, t.cast(t.Any, store))
+    return SqlClaims(jobs, app, t.cast(t.Any, store))

@@ -94,6 +94,32 @@ def test_without_a_store_a_standard_queue_stops_the_worker_with_exit_2(
     assert 'SQS_JOBS_SCHEDULER = "eventbridge"' in line
 
 
+@pytest.mark.parametrize(
+    ("queue", "processes", "message"),
+    [
+        ("standard", "2", "is not FIFO and no job store is configured"),
+        (
+            "elsewhere",
+            "1",
+            "targets queue 'elsewhere', which is not in SQS_JOBS_QUEUES",
+        ),
+    ],
+)
+def test_a_schedule_workers_cannot_run_is_refused_before_any_process_starts(
+    sqs: SQSClient, make_app: MakeApp, queue: str, processes: str, message: str
+) -> None:
+    create_queue(sqs, "standard")
+    jobs = SQSJobs()
+    jobs.schedule("nightly", cron="0 3 * * *", queue=queue)
+    jobs.handler("nightly")(lambda payload: None)
+    app = make_app(
+        {"SQS_JOBS_QUEUES": {"standard": {"name": "standard"}}}, extension=jobs
+    )
+    result = app.test_cli_runner().invoke(args=["sqs-worker", "--processes", processes])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
 def test_with_the_eventbridge_scheduler_workers_run_no_scheduler(
     sqs: SQSClient, make_app: MakeApp
 ) -> None:
@@ -201,7 +227,7 @@ def test_a_restarted_worker_sends_the_latest_claim_left_pending(
 
 
 def test_with_a_sql_store_the_tick_and_its_outbox_row_commit_together(
-    sqs: SQSClient, make_app: MakeApp, tmp_path: t.Any
+    sqs: SQSClient, make_app: MakeApp, store_url: str
 ) -> None:
     pytest.importorskip(
         "flask_sqs_jobs.store._outbox", reason="outbox not available yet"
@@ -212,9 +238,7 @@ def test_with_a_sql_store_the_tick_and_its_outbox_row_commit_together(
     from flask_sqs_jobs.store._tables import schedule_ticks
 
     create_queue(sqs, "standard")
-    app, jobs = periodic_app(
-        make_app, "standard", SQS_JOBS_STORE_URL=f"sqlite:///{tmp_path / 'jobs.db'}"
-    )
+    app, jobs = periodic_app(make_app, "standard", SQS_JOBS_STORE_URL=store_url)
     store = t.cast(t.Any, jobs.store(app))
     store.create_tables()
     claims = [SqlClaims(jobs, app, store) for _ in range(3)]
