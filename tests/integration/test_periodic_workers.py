@@ -133,6 +133,18 @@ def handled_the_tick(worker: WorkerProcess, shifted: Tick) -> bool:
     )
 
 
+def sql_store(tmp_path: pathlib.Path) -> str:
+    """A SQLite store with its tables; skips while the outbox is missing."""
+    pytest.importorskip(
+        "flask_sqs_jobs.store._outbox", reason="outbox not available yet"
+    )
+    from flask_sqs_jobs.store import SQLAlchemyStore
+
+    store_url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    SQLAlchemyStore(store_url).create_tables()
+    return store_url
+
+
 @pytest.fixture
 def dynamodb_table(sqs_endpoint: str) -> cabc.Iterator[str]:
     from flask_sqs_jobs.store import DynamoDBStore
@@ -144,7 +156,7 @@ def dynamodb_table(sqs_endpoint: str) -> cabc.Iterator[str]:
     client.delete_table(TableName=store.table_name)
 
 
-@pytest.mark.parametrize("setup", ["dynamodb", "fifo without a store"])
+@pytest.mark.parametrize("setup", ["sql", "dynamodb", "fifo without a store"])
 def test_three_workers_run_exactly_one_job_per_tick(
     setup: str,
     request: pytest.FixtureRequest,
@@ -152,9 +164,13 @@ def test_three_workers_run_exactly_one_job_per_tick(
     make_queue: MakeQueue,
     sqs_client: SQSClient,
     record_file: pathlib.Path,
+    tmp_path: pathlib.Path,
 ) -> None:
     shifted = next_shifted_tick()
-    if setup == "dynamodb":
+    if setup == "sql":
+        url = make_queue("periodic")
+        env = {**queues_env(url, shifted), "TEST_APP_STORE_URL": sql_store(tmp_path)}
+    elif setup == "dynamodb":
         url = make_queue("periodic")
         table = request.getfixturevalue("dynamodb_table")
         env = {**queues_env(url, shifted), "TEST_APP_DYNAMODB_TABLE": table}
@@ -175,8 +191,8 @@ def test_three_workers_run_exactly_one_job_per_tick(
     assert job["scheduled_for"] == shifted.tick.isoformat()
     fired = [e for w in workers for e in w.find("schedule_fired", tick=shifted.text)]
     assert {e["job_id"] for e in fired} == {job["job_id"]}
-    if setup == "dynamodb":
-        assert len(fired) == 1  # the claim: one worker sent it
+    if setup != "fifo without a store":
+        assert len(fired) == 1  # the claim: one worker enqueued it
 
 
 def test_a_tick_claimed_by_a_worker_killed_before_sending_still_runs_once(
@@ -215,13 +231,7 @@ def test_with_a_sql_store_a_worker_killed_after_the_claim_loses_nothing(
     record_file: pathlib.Path,
     tmp_path: pathlib.Path,
 ) -> None:
-    pytest.importorskip(
-        "flask_sqs_jobs.store._outbox", reason="outbox not available yet"
-    )
-    from flask_sqs_jobs.store import SQLAlchemyStore
-
-    store_url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    SQLAlchemyStore(store_url).create_tables()
+    store_url = sql_store(tmp_path)
     shifted = next_shifted_tick()
     url = make_queue("periodic")
     env = {**queues_env(url, shifted), "TEST_APP_STORE_URL": store_url}
