@@ -5,9 +5,9 @@ Three ways, one per set-up (``docs/periodic.md``):
 - :class:`SqlClaims`: the tick's row in ``sqs_jobs_schedule_ticks`` and the
   job's outbox row in one transaction; the outbox relay sends what a killed
   worker did not.
-- :class:`DynamoClaims`: a conditional put of the tick item as ``pending``,
-  the send, then ``sent``; a claim left ``pending`` for longer than
-  :data:`STALE_AFTER_SECONDS` is taken over and sent again with the same job id.
+- ``DynamoClaims`` (``_dynamodb_claims.py``): a conditional put of the tick
+  item as ``pending``, the send, then ``sent``; a claim left ``pending`` too
+  long is taken over and sent again with the same job id.
 - :class:`FifoClaims`: no store; every worker sends, and the FIFO queue's
   deduplication id (name and tick) keeps one.
 """
@@ -15,7 +15,6 @@ Three ways, one per set-up (``docs/periodic.md``):
 from __future__ import annotations
 
 import datetime as dt
-import time
 import typing as t
 
 import structlog
@@ -26,13 +25,10 @@ from ._periodic import tick_text
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
-    from .store._dynamodb import DynamoDBStore
     from .store._sqlalchemy import SQLAlchemyStore
 
 log = structlog.get_logger(__name__)
 
-#: A DynamoDB claim still ``pending`` after this long is another worker's to send.
-STALE_AFTER_SECONDS = 60.0
 #: How long tick rows and items are kept (the latest of each schedule is
 #: what ``catch_up`` reads).
 TICK_RETENTION = dt.timedelta(days=7)
@@ -51,7 +47,7 @@ class TickClaims(t.Protocol):
         """Send claims their worker left unsent; return when to look again."""
 
 
-def _send(
+def send(
     jobs: SQSJobs, app: Flask, schedule: Schedule, tick: dt.datetime, **options: t.Any
 ) -> str:
     """Enqueue ``tick``'s job directly to SQS; return its job id."""
@@ -75,7 +71,7 @@ class FifoClaims:
         self.app = app
 
     def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
-        return _send(
+        return send(
             self.jobs,
             self.app,
             schedule,
@@ -170,146 +166,5 @@ class SqlClaims:
         return None
 
 
-class DynamoClaims:
-    """A conditional put of the tick as ``pending``, the send, then ``sent``."""
-
-    def __init__(self, jobs: SQSJobs, app: Flask, store: DynamoDBStore) -> None:
-        self.jobs = jobs
-        self.app = app
-        self.store = store
-        #: (schedule name, tick) -> when to look at its claim again.
-        self._watched: dict[tuple[str, dt.datetime], float] = {}
-
-    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
-        from botocore.exceptions import ClientError
-
-        job_id = schedule.tick_job_id(tick)
-        claimed_at = time.time()
-        item = {
-            **_key(schedule, tick),
-            "status": {"S": "pending"},
-            "job_id": {"S": job_id},
-            "claimed_at": {"N": repr(claimed_at)},
-            "expires_at_epoch": {"N": str(int((tick + TICK_RETENTION).timestamp()))},
-        }
-        self._watched[(schedule.name, tick)] = claimed_at + STALE_AFTER_SECONDS
-        try:
-            self.store.client.put_item(
-                TableName=self.store.table_name,
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-            return None
-        self._send_claimed(schedule, tick)
-        return job_id
-
-    def _send_claimed(self, schedule: Schedule, tick: dt.datetime) -> None:
-        after_claim()
-        _send(self.jobs, self.app, schedule, tick)
-        self.store.client.update_item(
-            TableName=self.store.table_name,
-            Key=_key(schedule, tick),
-            UpdateExpression="SET #s = :sent",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={":sent": {"S": "sent"}},
-        )
-        self._watched.pop((schedule.name, tick), None)
-
-    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
-        response = self.store.client.query(
-            TableName=self.store.table_name,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :tick)",
-            ExpressionAttributeValues={
-                ":pk": {"S": _partition(schedule)},
-                ":tick": {"S": "tick#"},
-            },
-            ScanIndexForward=False,
-            Limit=1,
-        )
-        items = response.get("Items", [])
-        if not items:
-            return None
-        tick = _tick_of(items[0]["sk"]["S"])
-        # A worker may have died holding this claim: look at it now.
-        self._watched.setdefault((schedule.name, tick), 0.0)
-        return tick
-
-    def recover(self, now: float) -> float | None:
-        for (name, tick), due in sorted(self._watched.items()):
-            schedule = self.jobs.schedules.get(name)
-            if due > now or schedule is None:
-                continue
-            self._watched.pop((name, tick))
-            try:
-                self._recover_one(schedule, tick, now)
-            except Exception:
-                log.exception(
-                    "schedule_recovery_failed", schedule=name, tick=tick_text(tick)
-                )
-                self._watched[(name, tick)] = now + STALE_AFTER_SECONDS
-        return min(self._watched.values(), default=None)
-
-    def _recover_one(self, schedule: Schedule, tick: dt.datetime, now: float) -> None:
-        from botocore.exceptions import ClientError
-
-        client, table = self.store.client, self.store.table_name
-        item = client.get_item(
-            TableName=table, Key=_key(schedule, tick), ConsistentRead=True
-        ).get("Item")
-        if item is None or item["status"]["S"] != "pending":
-            return
-        claimed_at = float(item["claimed_at"]["N"])
-        if claimed_at + STALE_AFTER_SECONDS > now:
-            self._watched[(schedule.name, tick)] = claimed_at + STALE_AFTER_SECONDS
-            return
-        try:
-            client.update_item(
-                TableName=table,
-                Key=_key(schedule, tick),
-                UpdateExpression="SET claimed_at = :now",
-                ConditionExpression="#s = :pending AND claimed_at = :then",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":now": {"N": repr(now)},
-                    ":then": item["claimed_at"],
-                    ":pending": {"S": "pending"},
-                },
-            )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-            return
-        self._watched[(schedule.name, tick)] = now + STALE_AFTER_SECONDS
-        self._send_claimed(schedule, tick)
-        log.info(
-            "schedule_fired",
-            schedule=schedule.name,
-            tick=tick_text(tick),
-            job_id=schedule.tick_job_id(tick),
-            recovered=True,
-        )
-
-
 def after_claim() -> None:
     """Called once a claim is made, before its job is sent (a seam for crash tests)."""
-
-
-def _partition(schedule: Schedule) -> str:
-    return f"schedule#{schedule.name}"
-
-
-def _key(schedule: Schedule, tick: dt.datetime) -> dict[str, dict[str, str]]:
-    return {"pk": {"S": _partition(schedule)}, "sk": {"S": f"tick#{tick_text(tick)}"}}
-
-
-def _tick_of(sort_key: str) -> dt.datetime:
-    return dt.datetime.strptime(
-        sort_key.removeprefix("tick#"), "%Y-%m-%dT%H:%M:%SZ"
-    ).replace(tzinfo=dt.UTC)
-
-
-def _code(exc: Exception) -> str:
-    return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))

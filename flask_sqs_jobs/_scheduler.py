@@ -203,7 +203,7 @@ def check_scheduling(app: Flask, jobs: SQSJobs) -> bool:
 
 def claims_for(app: Flask, jobs: SQSJobs) -> TickClaims:
     """How this app's ticks are claimed: its store, or FIFO deduplication."""
-    from ._schedule_claims import DynamoClaims
+    from ._dynamodb_claims import DynamoClaims
     from ._schedule_claims import FifoClaims
     from ._schedule_claims import SqlClaims
 

@@ -24,6 +24,7 @@ import typing as t
 
 import structlog
 from flask import Flask
+from flask_sqs_jobs import _dynamodb_claims
 from flask_sqs_jobs import _schedule_claims
 from flask_sqs_jobs import _scheduler
 from flask_sqs_jobs import current_job
@@ -57,7 +58,7 @@ def create_app() -> Flask:
     if os.environ.get("TEST_APP_PAUSE_AFTER_CLAIM"):
         _schedule_claims.after_claim = _pause_after_claim
     if stale := os.environ.get("TEST_APP_STALE_AFTER"):
-        _schedule_claims.STALE_AFTER_SECONDS = float(stale)
+        _dynamodb_claims.STALE_AFTER_SECONDS = float(stale)
     table = os.environ.get("TEST_APP_DYNAMODB_TABLE")
     jobs = SQSJobs(store=DynamoDBStore(table) if table else None)
 

@@ -11,9 +11,9 @@ import pytest
 from flask import Flask
 from flask_sqs_jobs import _schedule_claims
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs._schedule_claims import DynamoClaims
+from flask_sqs_jobs._dynamodb_claims import DynamoClaims
+from flask_sqs_jobs._dynamodb_claims import STALE_AFTER_SECONDS
 from flask_sqs_jobs._schedule_claims import FifoClaims
-from flask_sqs_jobs._schedule_claims import STALE_AFTER_SECONDS
 from flask_sqs_jobs._scheduler import Scheduler
 from flask_sqs_jobs.store import DynamoDBStore
 
