@@ -27,6 +27,9 @@ DEFAULT_CONFIG: dict[str, t.Any] = {
             "visibility_timeout": 10,
             "retry_backoff_seconds": 1,
         },
+        # A FIFO queue, so the nightly periodic job is enqueued once however
+        # many workers run, with no job store (docs/periodic.md).
+        "housekeeping": {"name": "example-housekeeping.fifo", "weight": 1},
         "reports": {"name": "example-reports", "weight": 1, "visibility_timeout": 30},
     },
     "SQS_JOBS_ENDPOINT_URL": "http://127.0.0.1:9324",

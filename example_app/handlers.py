@@ -44,3 +44,19 @@ def charge_card(payload: dict[str, t.Any]) -> None:
     if payload.get("card") == "declined":
         raise NonRetryableError("card declined")
     log.info("card_charged", amount=payload["amount"])
+
+
+@jobs.periodic(
+    "purge_expired_sessions",
+    cron="30 2 * * *",
+    timezone="Europe/Berlin",
+    queue="housekeeping",
+    payload={"older_than_days": 30},
+)
+def purge_expired_sessions(payload: dict[str, t.Any]) -> None:
+    """Every night at 02:30 Berlin time: deleting what is gone already is a no-op."""
+    log.info(
+        "expired_sessions_purged",
+        older_than_days=payload["older_than_days"],
+        scheduled_for=current_job.scheduled_for,
+    )

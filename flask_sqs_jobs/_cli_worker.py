@@ -132,6 +132,10 @@ def worker_command(
             " SQS; turn it off for the worker"
         )
     check_queue_names(jobs, app, queue_names)
+    if jobs.schedules:
+        from ._scheduler import check_scheduling
+
+        check_scheduling(app, jobs)
     options = WorkerOptions(
         queue_names=queue_names,
         concurrency=concurrency,

@@ -49,6 +49,13 @@ class Config:
     large_payloads: dict[str, t.Any] | None = None
     #: ``SQS_JOBS_STORE_URL``: a SQLAlchemy URL for the job store, or None.
     store_url: str | None = None
+    #: ``SQS_JOBS_SCHEDULER``: where periodic jobs run, ``"embedded"`` (every
+    #: ``flask sqs-worker``) or ``"eventbridge"`` (EventBridge Scheduler).
+    scheduler: str = "embedded"
+    #: ``SQS_JOBS_SCHEDULE_GROUP``: the EventBridge Scheduler schedule group.
+    schedule_group: str = "flask-sqs-jobs"
+    #: ``SQS_JOBS_SCHEDULER_ROLE_ARN``: the role EventBridge Scheduler sends as.
+    scheduler_role_arn: str | None = None
 
 
 _KEYS = {
@@ -94,7 +101,19 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         eager=_bool(config, "EAGER"),
         large_payloads=_large_payloads(config.get(f"{PREFIX}LARGE_PAYLOADS")),
         store_url=_optional_str(config, "STORE_URL"),
+        scheduler=_scheduler(config.get(f"{PREFIX}SCHEDULER", "embedded")),
+        schedule_group=_optional_str(config, "SCHEDULE_GROUP") or "flask-sqs-jobs",
+        scheduler_role_arn=_optional_str(config, "SCHEDULER_ROLE_ARN"),
     )
+
+
+def _scheduler(value: object) -> str:
+    if not isinstance(value, str) or value not in ("embedded", "eventbridge"):
+        raise ValueError(
+            f'{PREFIX}SCHEDULER must be "embedded" (every flask sqs-worker runs the'
+            f' periodic jobs) or "eventbridge" (EventBridge Scheduler); got {value!r}'
+        )
+    return value
 
 
 def _large_payloads(value: object) -> dict[str, t.Any] | None:

@@ -36,6 +36,8 @@ from .store._base import JobStore
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
+    from ._periodic import Schedule
+
 F = t.TypeVar("F", bound=HandlerFunc)
 
 
@@ -102,6 +104,8 @@ class SQSJobs:
         self.middleware: tuple[JobMiddleware, ...] = tuple(middleware)
         #: job type -> handler, shared by every app this instance is bound to.
         self.handlers: dict[str, JobHandler] = {}
+        #: schedule name -> :class:`Schedule` (``@jobs.periodic``, ``jobs.schedule``).
+        self.schedules: dict[str, Schedule] = {}
         self._state: weakref.WeakKeyDictionary[Flask, _State] = (
             weakref.WeakKeyDictionary()
         )
@@ -166,6 +170,56 @@ class SQSJobs:
             return func
 
         return decorator
+
+    def periodic(
+        self,
+        name: str,
+        *,
+        cron: str,
+        timezone: str = "UTC",
+        queue: str = "default",
+        payload: JSONObject | None = None,
+        catch_up: bool = False,
+    ) -> cabc.Callable[[F], F]:
+        """Register the decorated function as job type ``name``, run on ``cron``.
+
+        See ``docs/periodic.md``. :raises ValueError: a bad expression or zone.
+        """
+
+        def decorator(func: F) -> F:
+            self.schedule(
+                name, cron=cron, timezone=timezone, queue=queue, payload=payload,
+                catch_up=catch_up,
+            )  # fmt: skip
+            return self.handler(name)(func)
+
+        return decorator
+
+    def schedule(
+        self,
+        name: str,
+        *,
+        cron: str,
+        job_type: t.Any = None,
+        timezone: str = "UTC",
+        queue: str = "default",
+        payload: JSONObject | None = None,
+        catch_up: bool = False,
+    ) -> Schedule:
+        """Run ``job_type`` (a job type or a task; default ``name``) on ``cron``."""
+        from ._periodic import declare
+        from ._periodic import job_type_of
+
+        return declare(
+            self,
+            name,
+            cron=cron,
+            job_type=job_type_of(job_type),
+            timezone=timezone,
+            queue=queue,
+            payload=payload,
+            catch_up=catch_up,
+        )
 
     # -- per-app state --------------------------------------------------------
 

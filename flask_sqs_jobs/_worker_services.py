@@ -39,6 +39,11 @@ def worker_services(
 ) -> list[WorkerService]:
     """The services one worker process runs, given its command-line options."""
     services: list[WorkerService] = []
+    if jobs.schedules:
+        from ._scheduler import scheduler_service
+
+        if (scheduler := scheduler_service(app, jobs, worker._hooks)) is not None:
+            services.append(scheduler)
     return services
 
 

@@ -133,7 +133,7 @@ def test_environment_variables_override_the_defaults(
     config = jobs.config(app)
     assert config.idle_wait_seconds == 3
     assert config.endpoint_url == "http://sqs.internal:9324"
-    assert set(config.queues) == {"critical", "reports"}
+    assert set(config.queues) == {"critical", "housekeeping", "reports"}
 
 
 def test_the_example_app_has_the_worker_command(app: Flask) -> None:

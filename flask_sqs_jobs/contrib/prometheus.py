@@ -7,6 +7,9 @@ import :class:`PrometheusMetrics` from here to attach them to an embedded
     metrics = PrometheusMetrics()
     worker = JobWorker(queues, handlers, hooks=[metrics])
     metrics.bind(worker)
+
+Among its series, ``sqs_jobs_schedule_ticks_total{schedule}`` counts the ticks of
+periodic jobs the worker enqueued.
 """
 
 from __future__ import annotations

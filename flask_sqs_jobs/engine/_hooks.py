@@ -54,6 +54,9 @@ class Hooks:
     def receive_failed(self, queue: str, error: BaseException) -> None:
         """Called when receiving from the logical ``queue`` failed."""
 
+    def schedule_fired(self, schedule: str) -> None:
+        """Called when this process enqueued a tick of the periodic job ``schedule``."""
+
 
 class MultiHooks(Hooks):
     """Several :class:`Hooks` called in turn (contexts entered in order)."""
@@ -91,6 +94,9 @@ class MultiHooks(Hooks):
 
     def receive_failed(self, queue: str, error: BaseException) -> None:
         self._each("receive_failed", queue, error)
+
+    def schedule_fired(self, schedule: str) -> None:
+        self._each("schedule_fired", schedule)
 
     def _each(self, name: str, *args: t.Any) -> None:
         """Call hook ``name`` on each; one that raises does not stop the others."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import threading
 import typing as t
 
@@ -45,6 +46,8 @@ class Job:
     #: random id or the caller's ``job_id=``) and kept across every re-send; a
     #: message without a valid one gets its SQS MessageId (consumer side).
     job_id: str | None = None
+    #: A periodic job's tick (aware, UTC); None for other jobs (consumer side).
+    scheduled_for: dt.datetime | None = None
     #: Set when the job passes its maximum runtime or the worker's shutdown
     #: deadline: a long handler may check it between steps and stop early.
     abort_requested: threading.Event = dataclasses.field(

@@ -2,8 +2,8 @@
 
 Series: ``sqs_jobs_jobs_total{queue,job_type,outcome}``,
 ``sqs_jobs_job_duration_seconds{queue,job_type}`` (histogram),
-``sqs_jobs_receive_errors_total{queue}``, ``sqs_jobs_busy_slots`` and
-``sqs_jobs_last_receive_age_seconds``.
+``sqs_jobs_receive_errors_total{queue}``, ``sqs_jobs_busy_slots``,
+``sqs_jobs_last_receive_age_seconds`` and ``sqs_jobs_schedule_ticks_total{schedule}``.
 """
 
 from __future__ import annotations
@@ -80,6 +80,12 @@ class PrometheusMetrics(Hooks):
             ["queue"],
             registry=self.registry,
         )
+        self.schedule_ticks = prometheus_client.Counter(
+            "sqs_jobs_schedule_ticks",
+            "Ticks of periodic jobs this worker enqueued.",
+            ["schedule"],
+            registry=self.registry,
+        )
         self.busy_slots = prometheus_client.Gauge(
             "sqs_jobs_busy_slots", "Jobs running now.", registry=self.registry
         )
@@ -112,3 +118,6 @@ class PrometheusMetrics(Hooks):
 
     def receive_failed(self, queue: str, error: BaseException) -> None:
         self.receive_errors.labels(queue).inc()
+
+    def schedule_fired(self, schedule: str) -> None:
+        self.schedule_ticks.labels(schedule).inc()

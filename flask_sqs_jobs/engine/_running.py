@@ -41,6 +41,7 @@ from ._wire import decode_attributes
 from ._wire import decode_body
 from ._wire import DecodedBody
 from ._wire import parse_run_at
+from ._wire import scheduled_for
 
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
@@ -243,6 +244,7 @@ class JobRunner:
             receive_count=delivery.receive_count,
             sent_at=delivery.sent_at,
             job_id=job_id,
+            scheduled_for=scheduled_for(delivery.attributes, decoded.scheduled_for),
         )
 
     def _enter_job_context(self, ran: Ran) -> bool:

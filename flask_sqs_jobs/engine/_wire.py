@@ -35,7 +35,11 @@ DEFAULT_MAX_MESSAGE_SIZE = 1_048_576
 
 CORRELATION_FIELDS_ATTRIBUTE = "correlation_fields"
 DEAD_LETTER_ATTRIBUTE = "dead_letter"
-_RESERVED_ATTRIBUTES = frozenset({CORRELATION_FIELDS_ATTRIBUTE, DEAD_LETTER_ATTRIBUTE})
+#: A periodic job's tick (attribute or body key); see docs/wire-format.md.
+SCHEDULED_FOR = "scheduled_for"
+_RESERVED_ATTRIBUTES = frozenset(
+    {CORRELATION_FIELDS_ATTRIBUTE, DEAD_LETTER_ATTRIBUTE, SCHEDULED_FOR}
+)
 
 # Characters SQS refuses in a body or a String attribute (surrogates and the
 # two non-characters); everything else JSON leaves unescaped is allowed.
@@ -138,6 +142,8 @@ class DecodedBody:
     run_at: str | None
     #: The ``job_id`` value as sent (any JSON value, unchecked), or None.
     job_id: object = None
+    #: The ``scheduled_for`` value as sent (any JSON value, unchecked), or None.
+    scheduled_for: object = None
 
 
 def decode_body(body: object) -> DecodedBody | str:
@@ -167,6 +173,7 @@ def decode_body(body: object) -> DecodedBody | str:
         payload,
         run_at if isinstance(run_at, str) else None,
         data.get("job_id"),
+        data.get(SCHEDULED_FOR),
     )
 
 
@@ -183,6 +190,18 @@ def parse_run_at(value: str) -> dt.datetime | None:
     except OverflowError:
         # e.g. year 9999 at -14:00: valid ISO 8601, but past datetime.max in UTC.
         return None
+
+
+def scheduled_for(attributes: object, body_value: object) -> dt.datetime | None:
+    """A periodic job's tick: the ``scheduled_for`` attribute, else the body key."""
+    value = body_value
+    if isinstance(attributes, dict):
+        attribute = attributes.get(SCHEDULED_FOR)
+        if isinstance(attribute, dict) and isinstance(
+            attribute.get("StringValue"), str
+        ):
+            value = attribute["StringValue"]
+    return parse_run_at(value) if isinstance(value, str) else None
 
 
 def decode_attributes(attributes: object) -> tuple[JSONObject, dict[str, str]]:

@@ -90,3 +90,15 @@ idempotency = sa.Table(
     sa.Column("completed_at", UTCDateTime(), nullable=True),
     sa.Index("sqs_jobs_idempotency_expires_at", "expires_at"),
 )
+
+#: Ticks of periodic jobs, one row per (schedule, tick): the claim that makes
+#: exactly one worker enqueue it (in the transaction of its outbox row). The
+#: latest row of a schedule is what ``catch_up`` reads; older rows are pruned.
+schedule_ticks = sa.Table(
+    "sqs_jobs_schedule_ticks",
+    metadata,
+    sa.Column("schedule", sa.String(64), primary_key=True),
+    sa.Column("tick", UTCDateTime(), primary_key=True),
+    sa.Column("job_id", sa.String(128), nullable=False),
+    sa.Column("claimed_at", UTCDateTime(), nullable=False),
+)
