@@ -17,6 +17,7 @@ from .engine import JobMiddleware
 from .engine import JobWorker
 from .engine import NonRetryableError
 from .engine import QueueGroup
+from .engine import Retry
 from .engine import RetryJob
 from .engine import SQSJobsError
 from .engine import SqsQueue
@@ -31,6 +32,7 @@ __all__ = [
     "JobWorker",
     "NonRetryableError",
     "QueueGroup",
+    "Retry",
     "RetryJob",
     "SQSJobs",
     "SQSJobsError",

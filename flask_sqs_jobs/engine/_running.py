@@ -35,6 +35,8 @@ from ._middleware import compose_consume
 from ._middleware import JobMiddleware
 from ._outcome import Outcome
 from ._producer import MAX_DEFERRAL_SECONDS
+from ._retry import max_attempts
+from ._retry import Retry
 from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
 from ._wire import decode_attributes
@@ -70,6 +72,9 @@ RESERVED_LOG_KEYS = frozenset(
         "error",
         "reason",
         "retry_in_seconds",
+        "attempt",
+        "max_attempts",
+        "next_attempt_at",
         "visibility_error",
         "ownership_lost",
         "dead_letter_queue",
@@ -148,6 +153,8 @@ class Ran:
     run_at: dt.datetime | None = None
     #: Where the body was read from, for a large payload sent through S3.
     pointer: Pointer | None = None
+    #: The handler's retry policy, once the handler was called.
+    retry: Retry | None = None
     started: float = dataclasses.field(default_factory=time.monotonic)
 
     def close(self) -> None:
@@ -219,6 +226,8 @@ class JobRunner:
         if handler is None:
             return Ran(delivery, Kind.UNKNOWN, scope)
         job = self._job(delivery, decoded, job_id)
+        policy = delivery.queue.redrive_policy()
+        job.max_attempts = max_attempts(handler.retry, policy and policy[1])
         run_at = _due_time(decoded, delivery)
         if run_at is not None:
             ran = Ran(delivery, Kind.DEFERRED, scope, job=job, run_at=run_at)
@@ -265,6 +274,7 @@ class JobRunner:
         else:
             lease.abort = job.abort_requested
         if self._enter_job_context(ran):
+            ran.retry = handler.retry
             try:
                 ran.outcome, ran.exception, ran.result = self._call(
                     job, ran.delivery, handler
