@@ -10,6 +10,8 @@ from __future__ import annotations
 import typing as t
 
 from . import signals as signals
+from ._tasks import EnqueuedJob
+from ._tasks import Task
 from .engine import current_job
 from .engine import EnqueueBatchError
 from .engine import Job
@@ -27,6 +29,7 @@ if t.TYPE_CHECKING:
 
 __all__ = [
     "EnqueueBatchError",
+    "EnqueuedJob",
     "Job",
     "JobMiddleware",
     "JobWorker",
@@ -37,6 +40,7 @@ __all__ = [
     "SQSJobs",
     "SQSJobsError",
     "SqsQueue",
+    "Task",
     "current_job",
     "signals",
 ]

@@ -49,6 +49,8 @@ class Config:
     large_payloads: dict[str, t.Any] | None = None
     #: ``SQS_JOBS_STORE_URL``: a SQLAlchemy URL for the job store, or None.
     store_url: str | None = None
+    #: ``SQS_JOBS_CHECK_JOB_TYPES``: refuse to enqueue a job type with no handler.
+    check_job_types: bool = True
 
 
 _KEYS = {
@@ -94,6 +96,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         eager=_bool(config, "EAGER"),
         large_payloads=_large_payloads(config.get(f"{PREFIX}LARGE_PAYLOADS")),
         store_url=_optional_str(config, "STORE_URL"),
+        check_job_types=_bool(config, "CHECK_JOB_TYPES", default=True),
     )
 
 
@@ -215,8 +218,8 @@ def _header(value: object) -> str:
     return value
 
 
-def _bool(config: cabc.Mapping[str, t.Any], name: str) -> bool:
-    value = config.get(f"{PREFIX}{name}", False)
+def _bool(config: cabc.Mapping[str, t.Any], name: str, default: bool = False) -> bool:
+    value = config.get(f"{PREFIX}{name}", default)
     if not isinstance(value, bool):
         raise TypeError(f"{PREFIX}{name} must be True or False; got {value!r}")
     return value

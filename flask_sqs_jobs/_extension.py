@@ -16,11 +16,15 @@ from flask import Response
 from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
+from ._job_type_check import check_known_job_type
+from ._job_type_check import check_known_job_types
 from ._large_payloads_setup import make_large_payloads
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
 from ._sqs_client import make_sqs_client
 from ._store_setup import make_store
+from ._tasks import make_task
+from ._tasks import Task
 from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
@@ -30,6 +34,7 @@ from .engine._hooks import Hooks
 from .engine._job import JSONObject
 from .engine._middleware import JobMiddleware
 from .engine._queue_group import QueueGroup
+from .engine._retry import Retry
 from .engine._worker import JobWorker
 from .store._base import JobStore
 
@@ -37,6 +42,8 @@ if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
 F = t.TypeVar("F", bound=HandlerFunc)
+P = t.ParamSpec("P")
+R = t.TypeVar("R")
 
 
 @dataclasses.dataclass
@@ -142,7 +149,11 @@ class SQSJobs:
         app.cli.add_command(jobs_command)
 
     def handler(
-        self, job_type: str, *, max_runtime_seconds: float | None = None
+        self,
+        job_type: str,
+        *,
+        max_runtime_seconds: float | None = None,
+        retry: Retry | None = None,
     ) -> cabc.Callable[[F], F]:
         """Register the decorated function as the handler of ``job_type``.
 
@@ -150,6 +161,8 @@ class SQSJobs:
         Delivery is at least once, so make it idempotent.
 
         :param max_runtime_seconds: overrides the queue's limit for this job type.
+        :param retry: a :class:`~flask_sqs_jobs.Retry` policy for this job type,
+            overriding the queue's ``retry_backoff_seconds``.
         """
         if not isinstance(job_type, str) or not job_type:
             raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
@@ -162,10 +175,62 @@ class SQSJobs:
                     f" ({existing.func.__module__}.{existing.func.__qualname__});"
                     " each job type has exactly one"
                 )
-            self.handlers[job_type] = JobHandler(func, max_runtime_seconds)
+            self.handlers[job_type] = JobHandler(func, max_runtime_seconds, retry)
             return func
 
         return decorator
+
+    @t.overload
+    def task(self, func: cabc.Callable[P, R], /) -> Task[P, R]: ...
+
+    @t.overload
+    def task(
+        self,
+        func: None = None,
+        /,
+        *,
+        queue: str = "default",
+        name: str | None = None,
+        retry: Retry | None = None,
+        idempotent: bool = False,
+        max_runtime_seconds: float | None = None,
+    ) -> cabc.Callable[[cabc.Callable[P, R]], Task[P, R]]: ...
+
+    def task(
+        self,
+        func: cabc.Callable[P, R] | None = None,
+        /,
+        *,
+        queue: str = "default",
+        name: str | None = None,
+        retry: Retry | None = None,
+        idempotent: bool = False,
+        max_runtime_seconds: float | None = None,
+    ) -> Task[P, R] | cabc.Callable[[cabc.Callable[P, R]], Task[P, R]]:
+        """Register the decorated function as a task: see :class:`Task`.
+
+        The function takes the payload's keys as keyword arguments; it may be
+        ``async def``. ``@jobs.task`` alone takes every default.
+
+        :param queue: the logical queue its jobs go to.
+        :param name: the job type (default: the function's ``__name__``).
+        :param retry: its :class:`~flask_sqs_jobs.Retry` policy.
+        :param idempotent: run each job id at most once (needs a store).
+        :param max_runtime_seconds: overrides the queue's limit for this task.
+        """
+
+        def decorator(func: cabc.Callable[P, R]) -> Task[P, R]:
+            return make_task(
+                self,
+                func,
+                queue=queue,
+                name=name,
+                retry=retry,
+                idempotent=idempotent,
+                max_runtime_seconds=max_runtime_seconds,
+            )
+
+        return decorator if func is None else decorator(func)
 
     # -- per-app state --------------------------------------------------------
 
@@ -284,6 +349,8 @@ class SQSJobs:
         before anything is sent.
         """
         state = self._get_state()
+        if _checks_job_types(state.config):
+            check_known_job_type(job_type, self.handlers)
         fields = _with_request_id(correlation_fields, state.config.request_id_header)
         return self.queues().enqueue(
             queue,
@@ -314,6 +381,8 @@ class SQSJobs:
                 if fields is not None:
                     spec = {**spec, "correlation_fields": fields}
             specs.append(spec)
+        if _checks_job_types(state.config):
+            check_known_job_types(specs, self.handlers)
         return self.queues().enqueue_many(queue, specs)
 
     # -- consuming -------------------------------------------------------------
@@ -361,3 +430,8 @@ def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | Non
     if isinstance(fields, dict) and "request_id" not in fields:
         return {"request_id": request_id, **fields}
     return fields
+
+
+def _checks_job_types(config: Config) -> bool:
+    # Eager mode refuses an unknown job type itself: it must run the job now.
+    return config.check_job_types and not config.eager

@@ -11,6 +11,7 @@ import pytest
 #: SPEC's top-level names, plus the root of the runtime errors.
 TOP_LEVEL = {
     "EnqueueBatchError",
+    "EnqueuedJob",
     "Job",
     "JobMiddleware",
     "JobWorker",
@@ -21,6 +22,7 @@ TOP_LEVEL = {
     "SQSJobs",
     "SQSJobsError",
     "SqsQueue",
+    "Task",
     "current_job",
     "signals",
 }
