@@ -226,6 +226,15 @@ class TestEnqueue:
         with bare_app.app_context(), pytest.raises(ValueError, match="JSON"):
             send_welcome.enqueue(user_id=float("nan"))
 
+    def test_arguments_nested_too_deeply_are_refused(
+        self, bare_app: Flask, send_welcome: Task[..., str]
+    ) -> None:
+        nested: list[t.Any] = []
+        for _ in range(100_000):
+            nested = [nested]
+        with bare_app.app_context(), pytest.raises(ValueError, match="too deeply"):
+            send_welcome.enqueue(user_id=1, template=t.cast(str, nested))
+
     def test_arguments_too_large_for_a_message_are_refused(
         self,
         bare_app: Flask,
