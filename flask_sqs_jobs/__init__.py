@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing as t
 
 from . import signals as signals
-from ._tasks import EnqueuedJob
+from ._task_enqueue import EnqueuedJob
 from ._tasks import Task
 from .engine import current_job
 from .engine import EnqueueBatchError

@@ -23,8 +23,7 @@ from ._request_id import add_request_id_header
 from ._request_id import current_request_id
 from ._sqs_client import make_sqs_client
 from ._store_setup import make_store
-from ._tasks import make_task
-from ._tasks import Task
+from ._tasks import TaskRegistry
 from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
@@ -42,8 +41,6 @@ if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
 F = t.TypeVar("F", bound=HandlerFunc)
-P = t.ParamSpec("P")
-R = t.TypeVar("R")
 
 
 @dataclasses.dataclass
@@ -58,7 +55,7 @@ class _State:
     store: JobStore | None = None
 
 
-class SQSJobs:
+class SQSJobs(TaskRegistry):
     """Background jobs through Amazon SQS for a Flask app.
 
     Create it once, register handlers on it, and bind it to the app (in an
@@ -179,58 +176,6 @@ class SQSJobs:
             return func
 
         return decorator
-
-    @t.overload
-    def task(self, func: cabc.Callable[P, R], /) -> Task[P, R]: ...
-
-    @t.overload
-    def task(
-        self,
-        func: None = None,
-        /,
-        *,
-        queue: str = "default",
-        name: str | None = None,
-        retry: Retry | None = None,
-        idempotent: bool = False,
-        max_runtime_seconds: float | None = None,
-    ) -> cabc.Callable[[cabc.Callable[P, R]], Task[P, R]]: ...
-
-    def task(
-        self,
-        func: cabc.Callable[P, R] | None = None,
-        /,
-        *,
-        queue: str = "default",
-        name: str | None = None,
-        retry: Retry | None = None,
-        idempotent: bool = False,
-        max_runtime_seconds: float | None = None,
-    ) -> Task[P, R] | cabc.Callable[[cabc.Callable[P, R]], Task[P, R]]:
-        """Register the decorated function as a task: see :class:`Task`.
-
-        The function takes the payload's keys as keyword arguments; it may be
-        ``async def``. ``@jobs.task`` alone takes every default.
-
-        :param queue: the logical queue its jobs go to.
-        :param name: the job type (default: the function's ``__name__``).
-        :param retry: its :class:`~flask_sqs_jobs.Retry` policy.
-        :param idempotent: run each job id at most once (needs a store).
-        :param max_runtime_seconds: overrides the queue's limit for this task.
-        """
-
-        def decorator(func: cabc.Callable[P, R]) -> Task[P, R]:
-            return make_task(
-                self,
-                func,
-                queue=queue,
-                name=name,
-                retry=retry,
-                idempotent=idempotent,
-                max_runtime_seconds=max_runtime_seconds,
-            )
-
-        return decorator if func is None else decorator(func)
 
     # -- per-app state --------------------------------------------------------
 

@@ -226,8 +226,9 @@ class JobRunner:
         if handler is None:
             return Ran(delivery, Kind.UNKNOWN, scope)
         job = self._job(delivery, decoded, job_id)
-        policy = delivery.queue.redrive_policy()
-        job.max_attempts = max_attempts(handler.retry, policy and policy[1])
+        redrive = delivery.queue.redrive_policy()
+        receives = None if redrive is None else redrive[1]
+        job.max_attempts = max_attempts(handler.retry, receives)
         run_at = _due_time(decoded, delivery)
         if run_at is not None:
             ran = Ran(delivery, Kind.DEFERRED, scope, job=job, run_at=run_at)
