@@ -32,7 +32,6 @@ def log_exhausted(ran: Ran, exception: BaseException | None) -> None:
     job_log.error(
         "retries_exhausted",
         error_type=None if exception is None else type(exception).__name__,
-        dead_letter_queue=None,
         **_attempts(ran),
     )
 
