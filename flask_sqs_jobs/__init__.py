@@ -10,6 +10,8 @@ from __future__ import annotations
 import typing as t
 
 from . import signals as signals
+from ._task_enqueue import EnqueuedJob
+from ._tasks import Task
 from .engine import current_job
 from .engine import EnqueueBatchError
 from .engine import Job
@@ -17,6 +19,7 @@ from .engine import JobMiddleware
 from .engine import JobWorker
 from .engine import NonRetryableError
 from .engine import QueueGroup
+from .engine import Retry
 from .engine import RetryJob
 from .engine import SQSJobsError
 from .engine import SqsQueue
@@ -26,15 +29,18 @@ if t.TYPE_CHECKING:
 
 __all__ = [
     "EnqueueBatchError",
+    "EnqueuedJob",
     "Job",
     "JobMiddleware",
     "JobWorker",
     "NonRetryableError",
     "QueueGroup",
+    "Retry",
     "RetryJob",
     "SQSJobs",
     "SQSJobsError",
     "SqsQueue",
+    "Task",
     "current_job",
     "signals",
 ]

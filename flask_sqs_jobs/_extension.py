@@ -16,11 +16,14 @@ from flask import Response
 from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
+from ._job_type_check import check_known_job_type
+from ._job_type_check import check_known_job_types
 from ._large_payloads_setup import make_large_payloads
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
 from ._sqs_client import make_sqs_client
 from ._store_setup import make_store
+from ._tasks import TaskRegistry
 from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
@@ -30,6 +33,7 @@ from .engine._hooks import Hooks
 from .engine._job import JSONObject
 from .engine._middleware import JobMiddleware
 from .engine._queue_group import QueueGroup
+from .engine._retry import Retry
 from .engine._worker import JobWorker
 from .store._base import JobStore
 
@@ -53,7 +57,7 @@ class _State:
     store: JobStore | None = None
 
 
-class SQSJobs:
+class SQSJobs(TaskRegistry):
     """Background jobs through Amazon SQS for a Flask app.
 
     Create it once, register handlers on it, and bind it to the app (in an
@@ -146,7 +150,11 @@ class SQSJobs:
         app.cli.add_command(jobs_command)
 
     def handler(
-        self, job_type: str, *, max_runtime_seconds: float | None = None
+        self,
+        job_type: str,
+        *,
+        max_runtime_seconds: float | None = None,
+        retry: Retry | None = None,
     ) -> cabc.Callable[[F], F]:
         """Register the decorated function as the handler of ``job_type``.
 
@@ -154,6 +162,8 @@ class SQSJobs:
         Delivery is at least once, so make it idempotent.
 
         :param max_runtime_seconds: overrides the queue's limit for this job type.
+        :param retry: a :class:`~flask_sqs_jobs.Retry` policy for this job type,
+            overriding the queue's ``retry_backoff_seconds``.
         """
         if not isinstance(job_type, str) or not job_type:
             raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
@@ -166,7 +176,7 @@ class SQSJobs:
                     f" ({existing.func.__module__}.{existing.func.__qualname__});"
                     " each job type has exactly one"
                 )
-            self.handlers[job_type] = JobHandler(func, max_runtime_seconds)
+            self.handlers[job_type] = JobHandler(func, max_runtime_seconds, retry)
             return func
 
         return decorator
@@ -338,6 +348,8 @@ class SQSJobs:
         before anything is sent.
         """
         state = self._get_state()
+        if _checks_job_types(state.config):
+            check_known_job_type(job_type, self.handlers)
         fields = _with_request_id(correlation_fields, state.config.request_id_header)
         return self.queues().enqueue(
             queue,
@@ -368,6 +380,8 @@ class SQSJobs:
                 if fields is not None:
                     spec = {**spec, "correlation_fields": fields}
             specs.append(spec)
+        if _checks_job_types(state.config):
+            check_known_job_types(specs, self.handlers)
         return self.queues().enqueue_many(queue, specs)
 
     # -- consuming -------------------------------------------------------------
@@ -415,3 +429,8 @@ def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | Non
     if isinstance(fields, dict) and "request_id" not in fields:
         return {"request_id": request_id, **fields}
     return fields
+
+
+def _checks_job_types(config: Config) -> bool:
+    # Eager mode refuses an unknown job type itself: it must run the job now.
+    return config.check_job_types and not config.eager

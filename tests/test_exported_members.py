@@ -11,15 +11,18 @@ import pytest
 #: SPEC's top-level names, plus the root of the runtime errors.
 TOP_LEVEL = {
     "EnqueueBatchError",
+    "EnqueuedJob",
     "Job",
     "JobMiddleware",
     "JobWorker",
     "NonRetryableError",
     "QueueGroup",
+    "Retry",
     "RetryJob",
     "SQSJobs",
     "SQSJobsError",
     "SqsQueue",
+    "Task",
     "current_job",
     "signals",
 }
@@ -39,6 +42,7 @@ ENGINE = {
     "PayloadNotFound",
     "QueueGroup",
     "QueueNotFoundError",
+    "Retry",
     "RetryJob",
     "SQSJobsError",
     "SqsQueue",

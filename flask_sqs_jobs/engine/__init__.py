@@ -25,6 +25,7 @@ from ._middleware import JobMiddleware
 from ._outcome import Outcome
 from ._queue import SqsQueue
 from ._queue_group import QueueGroup
+from ._retry import Retry
 from ._runner import run_worker
 from ._worker import JobWorker
 from ._worker import pause
@@ -44,6 +45,7 @@ __all__ = [
     "PayloadNotFound",
     "QueueGroup",
     "QueueNotFoundError",
+    "Retry",
     "RetryJob",
     "SQSJobsError",
     "SqsQueue",

@@ -11,6 +11,7 @@ import typing as t
 
 from ._job import JSONObject
 from ._queue import is_finite_number
+from ._retry import Retry
 
 #: A handler takes the job's payload; it may be a coroutine function.
 HandlerFunc: t.TypeAlias = cabc.Callable[[JSONObject], object]
@@ -24,10 +25,13 @@ class JobHandler:
         with the job's payload.
     :param max_runtime_seconds: overrides the queue's ``max_runtime_seconds``
         for this job type.
+    :param retry: the job type's :class:`Retry` policy, overriding the queue's
+        ``retry_backoff_seconds``.
     """
 
     func: HandlerFunc
     max_runtime_seconds: float | None = None
+    retry: Retry | None = None
 
     def __post_init__(self) -> None:
         if not callable(self.func):
@@ -38,6 +42,8 @@ class JobHandler:
                 "max_runtime_seconds must be a positive, finite number or None;"
                 f" got {limit!r}"
             )
+        if self.retry is not None and not isinstance(self.retry, Retry):
+            raise TypeError(f"retry must be a Retry or None; got {self.retry!r}")
 
 
 def as_job_handler(handler: HandlerFunc | JobHandler) -> JobHandler:

@@ -53,3 +53,12 @@ class Job:
     abort_requested: threading.Event = dataclasses.field(
         default_factory=threading.Event, repr=False, compare=False
     )
+    #: How many attempts the job gets: the smaller of its handler's
+    #: ``Retry.max_attempts`` and the queue's ``maxReceiveCount``; None when
+    #: neither limits it (consumer side).
+    max_attempts: int | None = None
+
+    @property
+    def attempt(self) -> int | None:
+        """This attempt's number, 1 for the first: the ``receive_count``."""
+        return self.receive_count

@@ -35,6 +35,8 @@ from ._middleware import compose_consume
 from ._middleware import JobMiddleware
 from ._outcome import Outcome
 from ._producer import MAX_DEFERRAL_SECONDS
+from ._retry import max_attempts
+from ._retry import Retry
 from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
 from ._wire import decode_attributes
@@ -71,6 +73,9 @@ RESERVED_LOG_KEYS = frozenset(
         "error",
         "reason",
         "retry_in_seconds",
+        "attempt",
+        "max_attempts",
+        "next_attempt_at",
         "visibility_error",
         "ownership_lost",
         "dead_letter_queue",
@@ -149,6 +154,8 @@ class Ran:
     run_at: dt.datetime | None = None
     #: Where the body was read from, for a large payload sent through S3.
     pointer: Pointer | None = None
+    #: The handler's retry policy, once the handler was called.
+    retry: Retry | None = None
     started: float = dataclasses.field(default_factory=time.monotonic)
 
     def close(self) -> None:
@@ -220,6 +227,9 @@ class JobRunner:
         if handler is None:
             return Ran(delivery, Kind.UNKNOWN, scope)
         job = self._job(delivery, decoded, job_id)
+        redrive = delivery.queue.redrive_policy()
+        receives = None if redrive is None else redrive[1]
+        job.max_attempts = max_attempts(handler.retry, receives)
         run_at = _due_time(decoded, delivery)
         if run_at is not None:
             ran = Ran(delivery, Kind.DEFERRED, scope, job=job, run_at=run_at)
@@ -267,6 +277,7 @@ class JobRunner:
         else:
             lease.abort = job.abort_requested
         if self._enter_job_context(ran):
+            ran.retry = handler.retry
             try:
                 ran.outcome, ran.exception, ran.result = self._call(
                     job, ran.delivery, handler

@@ -30,6 +30,11 @@ from ._queue import CallError
 from ._queue import is_lost_ownership
 from ._resend import copy_attributes
 from ._resend import dead_letter_params
+from ._retry import judge
+from ._retry import Retry
+from ._retry import Verdict
+from ._retry_log import log_exhausted
+from ._retry_log import log_retrying
 from ._running import Kind
 from ._running import Ran
 from ._wire import MAX_DELAY_SECONDS
@@ -193,7 +198,11 @@ class Settler:
             moved = self._dead_letter(delivery, result.exception)
             if moved is not None:
                 return moved
-        wanted = _retry_delay(delivery, result.exception)
+        if ran.retry is not None:
+            settled = self._apply_policy(ran, ran.retry, result)
+            if settled is not None:
+                return settled
+        wanted = _retry_delay(delivery, result.exception, ran.retry)
         if wanted is not None:
             delay = delivery.lease.cap_visibility(wanted)
             if delay < wanted:
@@ -202,7 +211,25 @@ class Settler:
             result.fields["retry_in_seconds"] = delay
             if error is not None:
                 result.fields["visibility_error"] = describe(error)
+        if result.outcome is Outcome.RETRY:
+            log_retrying(ran, result.fields.get("retry_in_seconds"))
         return result
+
+    def _apply_policy(self, ran: Ran, policy: Retry, result: Settled) -> Settled | None:
+        """Settle a failed attempt its retry policy ends; None: retry it."""
+        delivery, exc = ran.delivery, result.exception
+        verdict = judge(policy, delivery.receive_count, exc)
+        if verdict is Verdict.NOT_RETRYABLE:
+            fields = {"reason": "not_retryable"}
+            return self._delete(delivery, Settled(Outcome.DELETE, exc, fields=fields))
+        if verdict is Verdict.RETRY:
+            return None
+        if delivery.queue.dead_letter_url() is not None:
+            # None: the move failed; the next attempt tries it again.
+            return self._dead_letter(delivery, exc)
+        log_exhausted(ran, exc)
+        fields = {"reason": "retries_exhausted"}
+        return self._delete(delivery, Settled(Outcome.DELETE, exc, fields=fields))
 
     def _delete(self, delivery: Delivery, result: Settled) -> Settled:
         error = delivery.queue.delete(
@@ -271,9 +298,13 @@ class Settler:
         return result.outcome
 
 
-def _retry_delay(delivery: Delivery, exception: BaseException | None) -> int | None:
+def _retry_delay(
+    delivery: Delivery, exception: BaseException | None, policy: Retry | None = None
+) -> int | None:
     if isinstance(exception, RetryJob):
         return exception.delay_seconds
+    if policy is not None:
+        return policy.delay(delivery.receive_count)
     base = delivery.queue.retry_backoff_seconds
     if base is None:
         return None

@@ -19,7 +19,10 @@ exists, then record), ``fail`` (record, then raise ``RuntimeError``),
 payload's ``fixed`` exists) and ``abortable`` (log ``abortable_started``, wait
 for the payload's ``release`` file like ``block``, but log
 ``abort_requested_seen`` and return as soon as ``current_job.abort_requested``
-is set). Each
+is set). Tasks (``@jobs.task`` on ``default``, retried after 1 s, then 2 s):
+``flaky_task(failures)`` logs ``flaky_attempt`` and raises ``ConnectionError``
+on its first ``failures`` attempts (of 3); ``doomed_task()`` raises
+``ConnectionError`` on both of its 2 attempts. Each
 signal is logged as ``signal_received`` with its name and arguments. ``POST
 /enqueue/<queue>/<job_type>`` enqueues a job with the request's JSON body as
 payload.
@@ -43,6 +46,7 @@ from flask import g
 from flask import request
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import Job
+from flask_sqs_jobs import Retry
 from flask_sqs_jobs import signals
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.engine import _receive_health as worker_module
@@ -151,6 +155,22 @@ def create_app() -> Flask:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{release} was not created")
         record_job("abortable")
+
+    @jobs.task(retry=Retry(max_attempts=3, backoff_seconds=1))
+    def flaky_task(failures: int) -> None:
+        log.info(
+            "flaky_attempt",
+            attempt=current_job.attempt,
+            max_attempts=current_job.max_attempts,
+        )
+        if t.cast(int, current_job.attempt) <= failures:
+            raise ConnectionError("upstream unavailable")
+
+    @jobs.task(retry=Retry(max_attempts=2, backoff_seconds=1))
+    def doomed_task() -> None:
+        raise ConnectionError("upstream gone for good")
+
+    app.extensions["test_app_tasks"] = {"flaky": flaky_task, "doomed": doomed_task}
 
     @app.teardown_appcontext
     def record_teardown(exc: BaseException | None) -> None:

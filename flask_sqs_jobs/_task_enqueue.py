@@ -1,0 +1,189 @@
+"""The enqueue side of a task: its methods, bound options and what they return."""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc as cabc
+import dataclasses
+import datetime
+import typing as t
+
+from .engine._job import JSONObject
+from .engine._job_ids import new_job_id
+
+if t.TYPE_CHECKING:
+    from ._extension import SQSJobs
+    from ._tasks import Task
+
+P = t.ParamSpec("P")
+R = t.TypeVar("R")
+
+
+@dataclasses.dataclass(frozen=True)
+class EnqueuedJob:
+    """A job a :class:`Task` enqueued.
+
+    ``message_id`` is the SQS MessageId, or None when the job went into the
+    outbox (``session=``) and is not sent yet.
+    """
+
+    job_id: str
+    message_id: str | None
+    _jobs: SQSJobs = dataclasses.field(repr=False, compare=False)
+
+    def record(self) -> t.Any:
+        """The job's record (``jobs.get_job(job_id)``), or None if it has none.
+
+        Call it where the app is current.
+
+        :raises RuntimeError: no job store is configured (set
+            ``SQS_JOBS_STORE_URL``).
+        """
+        self._jobs.store()  # Raises the RuntimeError that names the setting.
+        get_job = getattr(self._jobs, "get_job", None)
+        if get_job is None:
+            raise RuntimeError(
+                "job records are not available: this SQSJobs has no get_job()"
+            )
+        return get_job(self.job_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class EnqueueOptions:
+    """The enqueue options a task sends with; None means the default."""
+
+    queue: str
+    delay_seconds: int | None = None
+    run_at: datetime.datetime | None = None
+    job_id: str | None = None
+    message_group_id: str | None = None
+    message_deduplication_id: str | None = None
+    correlation_fields: JSONObject | None = None
+    session: t.Any = None
+
+    def sent(self) -> dict[str, t.Any]:
+        """The options for ``jobs.enqueue``, the queue and the session aside."""
+        given = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del given["queue"], given["session"]
+        return {name: value for name, value in given.items() if value is not None}
+
+
+class Sender(t.Generic[P, R]):
+    """What a task and its bound options share: the enqueue methods."""
+
+    _task: Task[P, R]
+    _options: EnqueueOptions
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueuedJob:
+        """Send the job with these keyword arguments as its payload.
+
+        Works wherever the app is current. Everything is checked before
+        anything is sent.
+
+        :raises TypeError: a positional, missing or unknown argument, or one
+            that is not JSON.
+        """
+        task, options = self._task, self._options
+        payload = task.build_payload(args, kwargs)
+        job_id = options.job_id or new_job_id()
+        sent = {**options.sent(), "job_id": job_id}
+        if options.session is not None:
+            # The outbox's enqueue takes session= and returns the job id.
+            outbox_enqueue: t.Any = task.jobs.enqueue
+            returned = outbox_enqueue(
+                options.queue, task.name, payload, session=options.session, **sent
+            )
+            return EnqueuedJob(str(returned or job_id), None, task.jobs)
+        message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
+        return EnqueuedJob(job_id, message_id, task.jobs)
+
+    def enqueue_many(
+        self, calls: cabc.Iterable[cabc.Mapping[str, t.Any]]
+    ) -> list[EnqueuedJob]:
+        """Send one job per mapping of keyword arguments, with SendMessageBatch.
+
+        Every job is checked before any is sent; see ``jobs.enqueue_many``.
+        """
+        task, options = self._task, self._options
+        for shared in ("job_id", "message_deduplication_id"):
+            if getattr(options, shared) is not None:
+                raise ValueError(
+                    f"{shared}= names one job; enqueue_many() cannot share it"
+                    " between jobs (each job gets its own job id)"
+                )
+        specs: list[dict[str, t.Any]] = []
+        for index, call in enumerate(calls):
+            if not isinstance(call, cabc.Mapping):
+                raise TypeError(
+                    f"calls[{index}]: each call must be a dict of keyword"
+                    f" arguments; got {type(call).__name__}"
+                )
+            try:
+                payload = task.build_payload((), dict(call))
+            except TypeError as exc:
+                raise TypeError(f"calls[{index}]: {exc}") from None
+            specs.append(
+                {
+                    "job_type": task.name,
+                    "payload": payload,
+                    "job_id": new_job_id(),
+                    **options.sent(),
+                }
+            )
+        ids = [spec["job_id"] for spec in specs]
+        if options.session is not None:
+            outbox_enqueue_many: t.Any = task.jobs.enqueue_many
+            outbox_enqueue_many(options.queue, specs, session=options.session)
+            return [EnqueuedJob(job_id, None, task.jobs) for job_id in ids]
+        message_ids = task.jobs.enqueue_many(options.queue, specs)
+        return [
+            EnqueuedJob(job_id, message_id, task.jobs)
+            for job_id, message_id in zip(ids, message_ids, strict=True)
+        ]
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueuedJob:
+        """:meth:`enqueue` from a coroutine, in a thread; the app context goes along."""
+        # to_thread runs the call in a copy of this context, Flask's included.
+        return await asyncio.to_thread(self.enqueue, *args, **kwargs)
+
+    def options(
+        self,
+        *,
+        queue: str | None = None,
+        delay_seconds: int | None = None,
+        run_at: datetime.datetime | None = None,
+        job_id: str | None = None,
+        message_group_id: str | None = None,
+        message_deduplication_id: str | None = None,
+        correlation_fields: JSONObject | None = None,
+        session: t.Any = None,
+    ) -> TaskOptions[P, R]:
+        """Return the task with these enqueue options, for ``.enqueue(...)``.
+
+        The options are those of ``jobs.enqueue``; ``queue`` overrides the
+        task's queue and ``session`` writes the job into the outbox in that
+        session's transaction. Options left None keep their value.
+        """
+        given = {
+            "queue": queue,
+            "delay_seconds": delay_seconds,
+            "run_at": run_at,
+            "job_id": job_id,
+            "message_group_id": message_group_id,
+            "message_deduplication_id": message_deduplication_id,
+            "correlation_fields": correlation_fields,
+            "session": session,
+        }
+        changes = {name: value for name, value in given.items() if value is not None}
+        return TaskOptions(self._task, dataclasses.replace(self._options, **changes))
+
+
+class TaskOptions(Sender[P, R]):
+    """A :class:`Task` with enqueue options bound, from :meth:`Task.options`."""
+
+    def __init__(self, task: Task[P, R], options: EnqueueOptions) -> None:
+        self._task = task
+        self._options = options
+
+    def __repr__(self) -> str:
+        return f"<TaskOptions {self._task.name!r} {self._options!r}>"
