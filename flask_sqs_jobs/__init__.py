@@ -12,6 +12,7 @@ import typing as t
 from . import signals as signals
 from .engine import current_job
 from .engine import EnqueueBatchError
+from .engine import IdempotencyConflictError
 from .engine import Job
 from .engine import JobMiddleware
 from .engine import JobWorker
@@ -26,6 +27,7 @@ if t.TYPE_CHECKING:
 
 __all__ = [
     "EnqueueBatchError",
+    "IdempotencyConflictError",
     "Job",
     "JobMiddleware",
     "JobWorker",

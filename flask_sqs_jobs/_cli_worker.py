@@ -18,6 +18,7 @@ from ._cli_common import ConfigurationError
 from ._cli_common import current_app_and_jobs
 from ._cli_common import FiniteFloatRange
 from ._cli_common import sqs_errors
+from ._idempotent_handlers import missing_store_error
 from ._worker_services import running
 from ._worker_services import worker_services
 from .engine._exceptions import QueueNotFoundError
@@ -132,6 +133,8 @@ def worker_command(
             " SQS; turn it off for the worker"
         )
     check_queue_names(jobs, app, queue_names)
+    if not jobs.has_store(app) and (error := missing_store_error(jobs.handlers)):
+        raise ConfigurationError(error)
     options = WorkerOptions(
         queue_names=queue_names,
         concurrency=concurrency,

@@ -16,6 +16,9 @@ from flask import Response
 from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
+from ._idempotent_handlers import eager_store_options
+from ._idempotent_handlers import handler_options
+from ._idempotent_handlers import worker_store_options
 from ._large_payloads_setup import make_large_payloads
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
@@ -24,6 +27,7 @@ from ._store_setup import make_store
 from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
+from .engine._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from .engine._handlers import HandlerFunc
 from .engine._handlers import JobHandler
 from .engine._hooks import Hooks
@@ -142,7 +146,13 @@ class SQSJobs:
         app.cli.add_command(jobs_command)
 
     def handler(
-        self, job_type: str, *, max_runtime_seconds: float | None = None
+        self,
+        job_type: str,
+        *,
+        max_runtime_seconds: float | None = None,
+        idempotent: bool = False,
+        idempotency_key: cabc.Callable[[JSONObject], str] | None = None,
+        idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS,
     ) -> cabc.Callable[[F], F]:
         """Register the decorated function as the handler of ``job_type``.
 
@@ -150,9 +160,17 @@ class SQSJobs:
         Delivery is at least once, so make it idempotent.
 
         :param max_runtime_seconds: overrides the queue's limit for this job type.
+        :param idempotent: run each job id at most once (needs a store); see
+            ``docs/idempotency.md``.
+        :param idempotency_key: the key from the payload instead of the job id
+            (implies ``idempotent``).
+        :param idempotency_ttl_seconds: how long a completed key is remembered.
         """
         if not isinstance(job_type, str) or not job_type:
             raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
+        options = handler_options(
+            job_type, idempotent, idempotency_key, idempotency_ttl_seconds
+        )
 
         def decorator(func: F) -> F:
             existing = self.handlers.get(job_type)
@@ -162,7 +180,7 @@ class SQSJobs:
                     f" ({existing.func.__module__}.{existing.func.__qualname__});"
                     " each job type has exactly one"
                 )
-            self.handlers[job_type] = JobHandler(func, max_runtime_seconds)
+            self.handlers[job_type] = JobHandler(func, max_runtime_seconds, **options)
             return func
 
         return decorator
@@ -250,6 +268,7 @@ class SQSJobs:
                 self.handlers,
                 middleware=self.middleware,
                 hooks=state.hooks,
+                **eager_store_options(state.store, self.handlers),
             )
         return QueueGroup.build(
             boto_client=client,
@@ -349,6 +368,7 @@ class SQSJobs:
             concurrency=concurrency,
             shutdown_timeout=shutdown_timeout,
             hooks=hooks,
+            **worker_store_options(state.store, self.handlers),
         )
 
 

@@ -11,6 +11,7 @@ import pytest
 #: SPEC's top-level names, plus the root of the runtime errors.
 TOP_LEVEL = {
     "EnqueueBatchError",
+    "IdempotencyConflictError",
     "Job",
     "JobMiddleware",
     "JobWorker",
@@ -28,6 +29,7 @@ ENGINE = {
     "EnqueueBatchError",
     "HealthServer",
     "Hooks",
+    "IdempotencyConflictError",
     "JSONObject",
     "Job",
     "JobHandler",
