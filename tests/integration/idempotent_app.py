@@ -14,30 +14,22 @@ from __future__ import annotations
 
 import os
 import pathlib
-import sys
 import threading
 import time
 import typing as t
 
-import structlog
 from flask import Flask
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import SQSJobs
+
+from tests.integration.flask_test_app import configure_logging
 
 #: How long ``charge`` waits for the release file before giving up.
 RELEASE_LIMIT_SECONDS = 60
 
 
 def create_app() -> Flask:
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
-        logger_factory=structlog.WriteLoggerFactory(sys.stdout),
-    )
+    configure_logging()
     app = Flask(__name__)
     app.config.update(
         SQS_JOBS_QUEUES=os.environ["TEST_APP_QUEUES"],
