@@ -87,7 +87,11 @@ def store_app(
 
 class RunWorker(t.Protocol):
     def __call__(
-        self, until: cabc.Callable[[Finished], bool], *, concurrency: int = 1
+        self,
+        until: cabc.Callable[[Finished], bool],
+        *,
+        concurrency: int = 1,
+        hooks: cabc.Sequence[Hooks] = (),
     ) -> Finished: ...
 
 
@@ -96,14 +100,17 @@ def run_worker(store_app: Flask, jobs: SQSJobs) -> RunWorker:
     """Run a worker until ``until(finished)`` holds; return what finished."""
 
     def run(
-        until: cabc.Callable[[Finished], bool], *, concurrency: int = 1
+        until: cabc.Callable[[Finished], bool],
+        *,
+        concurrency: int = 1,
+        hooks: cabc.Sequence[Hooks] = (),
     ) -> Finished:
         finished = Finished()
         worker = jobs.create_worker(
             store_app,
             concurrency=concurrency,
             should_stop=lambda: until(finished),
-            hooks=[finished],
+            hooks=[finished, *hooks],
         )
         thread = WorkerThread(worker)
         finished.wait_for(lambda: until(finished))

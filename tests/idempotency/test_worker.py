@@ -13,6 +13,9 @@ from flask import Flask
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import RetryJob
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.engine import Hooks
+from flask_sqs_jobs.engine import Job
+from flask_sqs_jobs.engine import Outcome
 from flask_sqs_jobs.engine._idempotency_store import payload_fingerprint
 from flask_sqs_jobs.store import _sql_idempotency
 from flask_sqs_jobs.store._tables import idempotency
@@ -151,8 +154,16 @@ def test_a_key_in_progress_elsewhere_is_retried_when_that_lease_ends(
     jobs: SQSJobs,
     run_worker: RunWorker,
     log_events: list[EventDict],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     runs: list[Payload] = []
+    clock = Clock()
+    monkeypatch.setattr(_sql_idempotency, "_now", clock)
+
+    class LeaseEndsAfterTheRetry(Hooks):
+        def job_finished(self, job: Job, outcome: Outcome, *args: t.Any) -> None:
+            if outcome is Outcome.RETRY:
+                clock.advance(2)
 
     @jobs.handler("charge", idempotent=True)
     def charge(payload: Payload) -> None:
@@ -164,10 +175,12 @@ def test_a_key_in_progress_elsewhere_is_retried_when_that_lease_ends(
         "j1",
         payload_hash=payload_fingerprint(payload),
         job_id="elsewhere",
-        lease_seconds=1.5,
+        lease_seconds=2,
     )
     enqueue(store_app, jobs, payload, "j1")
-    finished = run_worker(lambda f: "success" in f.values())
+    finished = run_worker(
+        lambda f: "success" in f.values(), hooks=[LeaseEndsAfterTheRetry()]
+    )
 
     assert finished.values() == ["retry", "success"]
     assert runs == [payload]
@@ -294,7 +307,8 @@ def test_the_heartbeat_renews_the_key_of_a_job_longer_than_the_visibility(
 
     assert finished.values() == ["success"]
     first, last = seen
-    assert (last - first).total_seconds() > 3
+    # Unrenewed, the lease would still end where the claim put it.
+    assert (last - first).total_seconds() > 1.5
 
 
 def test_concurrent_duplicates_never_run_at_the_same_time(
