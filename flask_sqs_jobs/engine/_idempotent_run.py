@@ -33,6 +33,7 @@ from ._job import Job
 from ._job_session import JobSession
 from ._job_session import SessionFactory
 from ._outcome import Outcome
+from ._untrusted import loggable_text
 
 if t.TYPE_CHECKING:
     from ._running import Ran
@@ -64,7 +65,7 @@ class _Held:
         try:
             renewed = self.keys.renew(self.key, self.token, seconds)
         except Exception as exc:
-            log.warning("idempotency_renew_failed", error=str(exc))
+            log.warning("idempotency_renew_failed", error=_shown(exc))
             return
         if not renewed and not self.done:
             log.warning(
@@ -77,7 +78,7 @@ class _Held:
             self.keys.release(self.key, self.token)
         except Exception as exc:
             # Its lease still ends on its own, and then the retry claims it.
-            log.warning("idempotency_release_failed", error=str(exc))
+            log.warning("idempotency_release_failed", error=_shown(exc))
 
 
 class JobGuard:
@@ -156,7 +157,7 @@ class JobGuard:
                 lease_seconds=_lease_seconds(delivery, handler),
             )
         except Exception as exc:
-            log.warning("idempotency_claim_failed", error=str(exc))
+            log.warning("idempotency_claim_failed", error=_shown(exc))
             return Outcome.RETRY, exc, None
         ran.fields["idempotency"] = claim.state.value
         if claim.state is ClaimState.CLAIMED:
@@ -192,7 +193,7 @@ class JobGuard:
             if opened is not None:
                 opened.commit()
         except Exception as exc:
-            log.warning("job_commit_failed", error=str(exc))
+            log.warning("job_commit_failed", error=_shown(exc))
             if opened is not None:
                 _rollback(opened)
             return exc
@@ -261,4 +262,9 @@ def _rollback(session: t.Any) -> None:
     try:
         session.rollback()
     except Exception as exc:
-        log.warning("job_rollback_failed", error=str(exc))
+        log.warning("job_rollback_failed", error=_shown(exc))
+
+
+def _shown(exc: BaseException) -> str:
+    """A store's error for a log line: it may quote the key, which is untrusted."""
+    return loggable_text(str(exc), 1000)

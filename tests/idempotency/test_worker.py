@@ -17,6 +17,7 @@ from flask_sqs_jobs.engine import Hooks
 from flask_sqs_jobs.engine import Job
 from flask_sqs_jobs.engine import Outcome
 from flask_sqs_jobs.engine._idempotency_store import payload_fingerprint
+from flask_sqs_jobs.engine._metrics import PrometheusMetrics
 from flask_sqs_jobs.store import _sql_idempotency
 from flask_sqs_jobs.store._tables import idempotency
 
@@ -71,10 +72,16 @@ def test_a_duplicate_delivery_runs_once_and_is_then_a_duplicate(
 
     enqueue(store_app, jobs, {"amount": 5}, "order-1")
     enqueue(store_app, jobs, {"amount": 5}, "order-1")
-    finished = run_worker(done(2))
+    metrics = PrometheusMetrics()
+    finished = run_worker(done(2), hooks=[metrics])
 
     assert runs == [{"amount": 5}]
     assert finished.values() == ["success", "duplicate"]
+    counted = metrics.registry.get_sample_value(
+        "sqs_jobs_jobs_total",
+        {"queue": "default", "job_type": "charge", "outcome": "duplicate"},
+    )
+    assert counted == 1
     assert message_count(sqs, queue_url) == 0
     row = key_row(store_app, jobs, "order-1")
     assert row.status == "completed"
@@ -352,3 +359,44 @@ def test_concurrent_duplicates_never_run_at_the_same_time(
     assert runs == [1]
     assert overlaps == [1]
     assert finished.values().count("success") == 1
+
+
+def test_a_store_failing_at_the_claim_retries_the_job_without_running_it(
+    store_app: Flask,
+    jobs: SQSJobs,
+    run_worker: RunWorker,
+    log_events: list[EventDict],
+) -> None:
+    runs: list[Payload] = []
+    jobs.handler("charge", idempotent=True)(runs.append)
+    idempotency.drop(jobs.store(store_app).engine)  # type: ignore[attr-defined]
+    enqueue(store_app, jobs, {}, "j1")
+    finished = run_worker(done(1))
+
+    assert finished.values() == ["retry"]
+    assert runs == []
+    [failed] = events(log_events, "idempotency_claim_failed")
+    assert "sqs_jobs_idempotency" in failed["error"]
+
+
+def test_a_result_over_64_kib_is_not_kept_and_said_once(
+    store_app: Flask,
+    jobs: SQSJobs,
+    run_worker: RunWorker,
+    log_events: list[EventDict],
+) -> None:
+    @jobs.handler("charge", idempotent=True)
+    def charge(payload: Payload) -> str:
+        return "x" * (64 * 1024)  # its JSON has two quotes more
+
+    enqueue(store_app, jobs, {}, "big-1")
+    enqueue(store_app, jobs, {}, "big-2")
+    finished = run_worker(done(2))
+
+    assert finished.values() == ["success", "success"]
+    for key in ("big-1", "big-2"):
+        row = key_row(store_app, jobs, key)
+        assert row.status == "completed"
+        assert row.result is None
+    [warning] = events(log_events, "idempotency_result_not_kept")
+    assert warning["reason"] == f"{64 * 1024 + 2} bytes"
