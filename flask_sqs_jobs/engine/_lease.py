@@ -72,7 +72,7 @@ class Lease:
         self.in_flight = False
         #: Its job is over and the message is being deleted (see Heartbeat.freeze).
         self.settling = False
-        #: Called (on the heartbeat's call pool) after each extension, with the
+        #: Called (on a pool of the heartbeat's) after each extension, with the
         #: seconds granted: an idempotent job renews its key's lease there.
         self.on_extended: cabc.Callable[[int], None] | None = None
 
