@@ -131,13 +131,14 @@ class JobGuard:
         try:
             outcome, exception, result = call()
         except BaseException:
-            self._handler_done(ran.delivery, held, release=True)
+            self._handler_done(ran.delivery, session, held, failed=True)
             raise
         if outcome is Outcome.SUCCESS:
             error = self._commit(job, handler, session, held, result)
             if error is not None:
                 outcome, exception, result = Outcome.RETRY, error, None
-        self._handler_done(ran.delivery, held, release=outcome is not Outcome.SUCCESS)
+        failed = outcome is not Outcome.SUCCESS
+        self._handler_done(ran.delivery, session, held, failed=failed)
         ran.outcome, ran.exception, ran.result = outcome, exception, result
 
     def _claim(self, ran: Ran, handler: JobHandler) -> _Held | Verdict:
@@ -194,19 +195,26 @@ class JobGuard:
                 opened.commit()
         except Exception as exc:
             log.warning("job_commit_failed", error=_shown(exc))
-            if opened is not None:
-                _rollback(opened)
             return exc
         return None
 
     def _handler_done(
-        self, delivery: Delivery, held: _Held | None, *, release: bool
+        self,
+        delivery: Delivery,
+        session: JobSession,
+        held: _Held | None,
+        *,
+        failed: bool,
     ) -> None:
+        if failed and session.opened is not None:
+            # Before the release: on SQLite the session's write lock would
+            # hold the release back until the job's scope closes.
+            _rollback(session.opened)
         if held is None:
             return
         held.done = True
         delivery.lease.on_extended = None
-        if release:
+        if failed:
             held.release()
 
     def _keepable(self, job_type: str, result: object) -> object:

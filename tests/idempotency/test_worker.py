@@ -400,3 +400,57 @@ def test_a_result_over_64_kib_is_not_kept_and_said_once(
         assert row.result is None
     [warning] = events(log_events, "idempotency_result_not_kept")
     assert warning["reason"] == f"{64 * 1024 + 2} bytes"
+
+
+def test_a_failed_handlers_writes_are_rolled_back_before_its_key_is_released(
+    store_app: Flask,
+    jobs: SQSJobs,
+    run_worker: RunWorker,
+    log_events: list[EventDict],
+) -> None:
+    engine = jobs.store(store_app).engine  # type: ignore[attr-defined]
+    charges.create(engine)
+    attempts: list[int] = []
+
+    @jobs.handler("charge", idempotent=True)
+    def charge(payload: Payload) -> None:
+        attempts.append(len(attempts) + 1)
+        current_job.session.execute(charges.insert().values(order_id=len(attempts)))
+        if len(attempts) == 1:
+            raise RetryJob(0)
+
+    enqueue(store_app, jobs, {}, "j1")
+    finished = run_worker(done(2))
+
+    assert finished.values() == ["retry", "success"]
+    # On SQLite the session's open write would have blocked the release.
+    assert events(log_events, "idempotency_release_failed") == []
+    with engine.connect() as connection:
+        assert connection.execute(sa.select(charges.c.order_id)).all() == [(2,)]
+
+
+def test_a_key_lost_while_running_rolls_the_handlers_writes_back(
+    store_app: Flask,
+    jobs: SQSJobs,
+    run_worker: RunWorker,
+    log_events: list[EventDict],
+) -> None:
+    engine = jobs.store(store_app).engine  # type: ignore[attr-defined]
+    charges.create(engine)
+
+    @jobs.handler("charge", idempotent=True)
+    def charge(payload: Payload) -> None:
+        # Another worker takes the key over (as after this lease had ended).
+        with engine.begin() as connection:
+            connection.execute(idempotency.update().values(token="another-holder"))
+        current_job.session.execute(charges.insert().values(order_id=1))
+
+    enqueue(store_app, jobs, {}, "j1")
+    finished = run_worker(done(1))
+
+    assert finished.values() == ["retry"]
+    [line] = events(log_events, "job_commit_failed")
+    assert "no longer held by this job" in line["error"]
+    with engine.connect() as connection:
+        assert connection.execute(sa.select(charges.c.order_id)).all() == []
+    assert key_row(store_app, jobs, "j1").token == "another-holder"
