@@ -222,12 +222,22 @@ charges = sa.Table(
 )
 
 
-def test_the_completion_commits_with_the_handlers_own_writes(
-    store_app: Flask, jobs: SQSJobs, run_worker: RunWorker
-) -> None:
-    engine = jobs.store(store_app).engine  # type: ignore[attr-defined]
+@pytest.fixture
+def engine(store_app: Flask, jobs: SQSJobs) -> sa.Engine:
+    """The store's engine, with a ``charges`` table for the handlers' own writes."""
+    engine: sa.Engine = jobs.store(store_app).engine  # type: ignore[attr-defined]
     charges.create(engine)
+    return engine
 
+
+def charged(engine: sa.Engine) -> list[tuple[int]]:
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(sa.select(charges.c.order_id))]
+
+
+def test_the_completion_commits_with_the_handlers_own_writes(
+    store_app: Flask, jobs: SQSJobs, run_worker: RunWorker, engine: sa.Engine
+) -> None:
     @jobs.handler("charge", idempotent=True)
     def charge(payload: Payload) -> None:
         current_job.session.execute(charges.insert().values(order_id=payload["order"]))
@@ -237,8 +247,7 @@ def test_the_completion_commits_with_the_handlers_own_writes(
     finished = run_worker(done(2))
 
     assert finished.values() == ["success", "duplicate"]
-    with engine.connect() as connection:
-        assert connection.execute(sa.select(charges.c.order_id)).all() == [(3,)]
+    assert charged(engine) == [(3,)]
     assert key_row(store_app, jobs, "j1").status == "completed"
 
 
@@ -247,9 +256,8 @@ def test_a_failing_commit_leaves_neither_the_writes_nor_the_key(
     jobs: SQSJobs,
     run_worker: RunWorker,
     log_events: list[EventDict],
+    engine: sa.Engine,
 ) -> None:
-    engine = jobs.store(store_app).engine  # type: ignore[attr-defined]
-    charges.create(engine)
 
     def refuse(session: t.Any) -> None:
         raise RuntimeError("the database refused the commit")
@@ -264,8 +272,7 @@ def test_a_failing_commit_leaves_neither_the_writes_nor_the_key(
     finished = run_worker(done(1))
 
     assert finished.values() == ["retry"]
-    with engine.connect() as connection:
-        assert connection.execute(sa.select(charges.c.order_id)).all() == []
+    assert charged(engine) == []
     assert key_row(store_app, jobs, "j1") is None
     [line] = events(log_events, "job_commit_failed")
     assert "refused the commit" in line["error"]
@@ -407,9 +414,8 @@ def test_a_failed_handlers_writes_are_rolled_back_before_its_key_is_released(
     jobs: SQSJobs,
     run_worker: RunWorker,
     log_events: list[EventDict],
+    engine: sa.Engine,
 ) -> None:
-    engine = jobs.store(store_app).engine  # type: ignore[attr-defined]
-    charges.create(engine)
     attempts: list[int] = []
 
     @jobs.handler("charge", idempotent=True)
@@ -425,8 +431,7 @@ def test_a_failed_handlers_writes_are_rolled_back_before_its_key_is_released(
     assert finished.values() == ["retry", "success"]
     # On SQLite the session's open write would have blocked the release.
     assert events(log_events, "idempotency_release_failed") == []
-    with engine.connect() as connection:
-        assert connection.execute(sa.select(charges.c.order_id)).all() == [(2,)]
+    assert charged(engine) == [(2,)]
 
 
 def test_a_key_lost_while_running_rolls_the_handlers_writes_back(
@@ -434,10 +439,8 @@ def test_a_key_lost_while_running_rolls_the_handlers_writes_back(
     jobs: SQSJobs,
     run_worker: RunWorker,
     log_events: list[EventDict],
+    engine: sa.Engine,
 ) -> None:
-    engine = jobs.store(store_app).engine  # type: ignore[attr-defined]
-    charges.create(engine)
-
     @jobs.handler("charge", idempotent=True)
     def charge(payload: Payload) -> None:
         # Another worker takes the key over (as after this lease had ended).
@@ -451,6 +454,5 @@ def test_a_key_lost_while_running_rolls_the_handlers_writes_back(
     assert finished.values() == ["retry"]
     [line] = events(log_events, "job_commit_failed")
     assert "no longer held by this job" in line["error"]
-    with engine.connect() as connection:
-        assert connection.execute(sa.select(charges.c.order_id)).all() == []
+    assert charged(engine) == []
     assert key_row(store_app, jobs, "j1").token == "another-holder"
