@@ -14,6 +14,7 @@ from ._task_enqueue import EnqueuedJob
 from ._tasks import Task
 from .engine import current_job
 from .engine import EnqueueBatchError
+from .engine import IdempotencyConflictError
 from .engine import Job
 from .engine import JobMiddleware
 from .engine import JobWorker
@@ -30,6 +31,7 @@ if t.TYPE_CHECKING:
 __all__ = [
     "EnqueueBatchError",
     "EnqueuedJob",
+    "IdempotencyConflictError",
     "Job",
     "JobMiddleware",
     "JobWorker",

@@ -18,6 +18,7 @@ from ._cli_common import ConfigurationError
 from ._cli_common import current_app_and_jobs
 from ._cli_common import FiniteFloatRange
 from ._cli_common import sqs_errors
+from ._idempotent_handlers import missing_store_error
 from ._worker_services import running
 from ._worker_services import worker_services
 from .engine._exceptions import QueueNotFoundError
@@ -136,6 +137,8 @@ def worker_command(
         from ._scheduler import check_scheduling
 
         check_scheduling(app, jobs)
+    if not jobs.has_store(app) and (error := missing_store_error(jobs.handlers)):
+        raise ConfigurationError(error)
     options = WorkerOptions(
         queue_names=queue_names,
         concurrency=concurrency,

@@ -16,6 +16,9 @@ from flask import Response
 from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
+from ._idempotent_handlers import eager_store_options
+from ._idempotent_handlers import handler_options
+from ._idempotent_handlers import worker_store_options
 from ._job_type_check import check_known_job_type
 from ._job_type_check import check_known_job_types
 from ._large_payloads_setup import make_large_payloads
@@ -27,6 +30,7 @@ from ._tasks import TaskRegistry
 from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
+from .engine._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from .engine._handlers import HandlerFunc
 from .engine._handlers import JobHandler
 from .engine._hooks import Hooks
@@ -155,6 +159,9 @@ class SQSJobs(TaskRegistry):
         *,
         max_runtime_seconds: float | None = None,
         retry: Retry | None = None,
+        idempotent: bool = False,
+        idempotency_key: cabc.Callable[[JSONObject], str] | None = None,
+        idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS,
     ) -> cabc.Callable[[F], F]:
         """Register the decorated function as the handler of ``job_type``.
 
@@ -164,9 +171,17 @@ class SQSJobs(TaskRegistry):
         :param max_runtime_seconds: overrides the queue's limit for this job type.
         :param retry: a :class:`~flask_sqs_jobs.Retry` policy for this job type,
             overriding the queue's ``retry_backoff_seconds``.
+        :param idempotent: run each job id at most once (needs a store); see
+            ``docs/idempotency.md``.
+        :param idempotency_key: the key from the payload instead of the job id
+            (implies ``idempotent``).
+        :param idempotency_ttl_seconds: how long a completed key is remembered.
         """
         if not isinstance(job_type, str) or not job_type:
             raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
+        options = handler_options(
+            job_type, idempotent, idempotency_key, idempotency_ttl_seconds
+        )
 
         def decorator(func: F) -> F:
             existing = self.handlers.get(job_type)
@@ -176,7 +191,9 @@ class SQSJobs(TaskRegistry):
                     f" ({existing.func.__module__}.{existing.func.__qualname__});"
                     " each job type has exactly one"
                 )
-            self.handlers[job_type] = JobHandler(func, max_runtime_seconds, retry)
+            self.handlers[job_type] = JobHandler(
+                func, max_runtime_seconds, retry=retry, **options
+            )
             return func
 
         return decorator
@@ -314,6 +331,7 @@ class SQSJobs(TaskRegistry):
                 self.handlers,
                 middleware=self.middleware,
                 hooks=state.hooks,
+                **eager_store_options(state.store, self.handlers),
             )
         return QueueGroup.build(
             boto_client=client,
@@ -417,6 +435,7 @@ class SQSJobs(TaskRegistry):
             concurrency=concurrency,
             shutdown_timeout=shutdown_timeout,
             hooks=hooks,
+            **worker_store_options(state.store, self.handlers),
         )
 
 

@@ -200,14 +200,12 @@ def make_task(
         idempotent=idempotent,
         max_runtime_seconds=max_runtime_seconds,
     )
-    options: dict[str, t.Any] = {
-        "max_runtime_seconds": max_runtime_seconds,
-        "retry": retry,
-    }
-    # Idempotency is passed on only where this SQSJobs knows it.
-    if idempotent and "idempotent" in inspect.signature(jobs.handler).parameters:
-        options["idempotent"] = True
-    jobs.handler(job_type, **options)(task._handler_func())
+    jobs.handler(
+        job_type,
+        max_runtime_seconds=max_runtime_seconds,
+        retry=retry,
+        idempotent=idempotent,
+    )(task._handler_func())
     return task
 
 

@@ -12,6 +12,7 @@ import pytest
 TOP_LEVEL = {
     "EnqueueBatchError",
     "EnqueuedJob",
+    "IdempotencyConflictError",
     "Job",
     "JobMiddleware",
     "JobWorker",
@@ -31,6 +32,7 @@ ENGINE = {
     "EnqueueBatchError",
     "HealthServer",
     "Hooks",
+    "IdempotencyConflictError",
     "JSONObject",
     "Job",
     "JobHandler",

@@ -87,12 +87,13 @@ class TestTheFunction:
         assert (handler.retry, handler.max_runtime_seconds) == (policy, 60)
         assert charge.name == "billing.charge"
 
-    def test_idempotent_is_kept_on_the_task(self, jobs: SQSJobs) -> None:
+    def test_idempotent_reaches_the_handler(self, jobs: SQSJobs) -> None:
         @jobs.task(idempotent=True)
         def charge(order_id: int) -> None:
             pass
 
         assert charge.idempotent is True
+        assert jobs.handlers["charge"].idempotent is True
 
     def test_the_job_type_cannot_be_taken_twice(self, jobs: SQSJobs) -> None:
         @jobs.task

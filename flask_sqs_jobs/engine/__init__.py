@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._current import current_job
 from ._exceptions import EnqueueBatchError
+from ._exceptions import IdempotencyConflictError
 from ._exceptions import NonRetryableError
 from ._exceptions import QueueNotFoundError
 from ._exceptions import RetryJob
@@ -34,6 +35,7 @@ __all__ = [
     "EnqueueBatchError",
     "HealthServer",
     "Hooks",
+    "IdempotencyConflictError",
     "JSONObject",
     "Job",
     "JobHandler",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextvars
+import dataclasses
 import time
 import typing as t
 import uuid
@@ -15,8 +16,11 @@ from ._delivery import Delivery
 from ._handlers import JobHandler
 from ._heartbeat import Heartbeat
 from ._heartbeat import Lease
+from ._idempotency_store import IdempotencyKeys
+from ._idempotent_run import JobGuard
 from ._job import Job
 from ._job_ids import check_job_id
+from ._job_session import SessionFactory
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_produce
 from ._producer import build_send_params
@@ -56,19 +60,31 @@ class EagerQueueGroup(QueueGroup):
     The job still makes the JSON round trip, passes the middleware, runs in a
     fresh app context and sends the signals. Delays and ``run_at`` are ignored:
     the job runs now. An exception raised by the handler propagates to the
-    caller of ``enqueue``, so a test sees it.
+    caller of ``enqueue``, so a test sees it. Idempotent handlers claim their
+    keys when ``idempotency_keys`` is given, and run as plain handlers without.
     """
 
     def __init__(
         self,
         queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
         handlers: cabc.Mapping[str, JobHandler],
+        *,
+        idempotency_keys: IdempotencyKeys | None = None,
+        session_factory: SessionFactory | None = None,
         **kwargs: t.Any,
     ) -> None:
         super().__init__(queues, **kwargs)
         self._eager_handlers = handlers
         heartbeat = Heartbeat()
-        self._runner = JobRunner(handlers, self.middleware, heartbeat, self.hooks)
+        if idempotency_keys is None:
+            handlers = {
+                name: dataclasses.replace(h, idempotent=False, idempotency_key=None)
+                for name, h in handlers.items()
+            }
+        guard = JobGuard(idempotency_keys, session_factory)
+        self._runner = JobRunner(
+            handlers, self.middleware, heartbeat, self.hooks, guard
+        )
         self._settler = Settler(heartbeat, self.hooks, lambda: sorted(handlers))
 
     def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:

@@ -10,6 +10,7 @@ Misuse (a bad argument, an unknown queue name) raises a builtin ``TypeError`` or
     │   └── QueueNotFoundError     SQS has no queue of the configured name (also
     │                              a ValueError)
     ├── NonRetryableError          raised by a handler: delete the message, no retry
+    │   └── IdempotencyConflictError  an idempotency key reused with another payload
     ├── RetryJob                   raised by a handler: retry after a chosen delay
     └── UnknownQueueError          (also a KeyError and a ValueError)
 
@@ -31,6 +32,25 @@ class NonRetryableError(Exception):
 
     The worker deletes the message at once; the outcome is ``delete``.
     """
+
+
+class IdempotencyConflictError(NonRetryableError):
+    """An idempotent job's key is held or completed for a different payload.
+
+    The handler does not run; the message is dead-lettered with this reason
+    where the queue has a dead-letter queue, else deleted (outcome ``delete``).
+    """
+
+    def __init__(self, key: str, holder_job_id: str | None) -> None:
+        #: The idempotency key (as the key function returned it).
+        self.key = key
+        #: The job that holds or completed the key.
+        self.holder_job_id = holder_job_id
+        super().__init__(
+            f"idempotency key {key!r} is already used by job {holder_job_id!r} with a"
+            " different payload; use a key that identifies the payload, or send the"
+            " same payload"
+        )
 
 
 class RetryJob(Exception):

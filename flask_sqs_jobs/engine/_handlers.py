@@ -15,6 +15,11 @@ from ._retry import Retry
 
 #: A handler takes the job's payload; it may be a coroutine function.
 HandlerFunc: t.TypeAlias = cabc.Callable[[JSONObject], object]
+#: Returns a job's idempotency key from its payload.
+KeyFunc: t.TypeAlias = cabc.Callable[[JSONObject], str]
+
+#: How long a completed idempotency key is remembered by default (a day).
+DEFAULT_IDEMPOTENCY_TTL_SECONDS = 86_400
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,11 +32,20 @@ class JobHandler:
         for this job type.
     :param retry: the job type's :class:`Retry` policy, overriding the queue's
         ``retry_backoff_seconds``.
+    :param idempotent: run each key at most once (the worker needs
+        ``idempotency_keys``); the key is the job id unless ``idempotency_key``
+        is given.
+    :param idempotency_key: returns the key from the payload; implies
+        ``idempotent``.
+    :param idempotency_ttl_seconds: how long a completed key is remembered.
     """
 
     func: HandlerFunc
     max_runtime_seconds: float | None = None
     retry: Retry | None = None
+    idempotent: bool = False
+    idempotency_key: KeyFunc | None = None
+    idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
     def __post_init__(self) -> None:
         if not callable(self.func):
@@ -44,6 +58,23 @@ class JobHandler:
             )
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry or None; got {self.retry!r}")
+        check_idempotency(self.idempotency_key, self.idempotency_ttl_seconds)
+        if self.idempotency_key is not None:
+            object.__setattr__(self, "idempotent", True)
+
+
+def check_idempotency(key: object, ttl_seconds: object) -> None:
+    """Refuse a key function that is not callable, or a bad time to live."""
+    if key is not None and not callable(key):
+        raise TypeError(
+            "idempotency_key must be a function of the payload returning a str;"
+            f" got {key!r}"
+        )
+    if not is_finite_number(ttl_seconds) or t.cast(float, ttl_seconds) <= 0:
+        raise ValueError(
+            "idempotency_ttl_seconds must be a positive, finite number of seconds"
+            f" (how long a completed key is remembered); got {ttl_seconds!r}"
+        )
 
 
 def as_job_handler(handler: HandlerFunc | JobHandler) -> JobHandler:

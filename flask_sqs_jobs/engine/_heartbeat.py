@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import collections.abc as cabc
 import concurrent.futures
 import threading
 import time
@@ -43,6 +44,9 @@ class Heartbeat:
         self._calls = concurrent.futures.ThreadPoolExecutor(
             _CONCURRENT_CALLS, thread_name_prefix="sqs-jobs-heartbeat-call"
         )
+        self._renewals = concurrent.futures.ThreadPoolExecutor(
+            _CONCURRENT_CALLS, thread_name_prefix="sqs-jobs-heartbeat-renew"
+        )
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -57,6 +61,7 @@ class Heartbeat:
         if self._thread is not None:
             self._thread.join()
         self._calls.shutdown(wait=True)
+        self._renewals.shutdown(wait=True)
 
     def hold(
         self,
@@ -166,12 +171,16 @@ class Heartbeat:
         except Exception as exc:
             failed = (type(exc).__name__, str(exc))
             results = {lease: (time.monotonic(), failed) for lease in due}
+        renewals = []
         with self._cond:
             for lease, (sent_at, error) in results.items():
                 lease.in_flight = False
                 if error is None:
                     if lease.tracked:
                         lease.next_due = sent_at + lease.interval
+                        if lease.on_extended is not None:
+                            granted = lease.cap_visibility(lease.visibility_timeout)
+                            renewals.append((lease.on_extended, granted))
                 elif not (lease.failed or lease.settling):
                     # Even when its job ended (dropped) while the call was
                     # in flight: that job must not delete the message now.
@@ -179,6 +188,15 @@ class Heartbeat:
                         lease, f"{error[0]}: {error[1]}", lost=is_lost_ownership(error)
                     )
             self._cond.notify_all()
+        for renew, seconds in renewals:
+            self._renew_later(renew, seconds)
+
+    def _renew_later(self, renew: cabc.Callable[[int], None], seconds: int) -> None:
+        """Run ``renew`` on a pool of its own: a slow store delays no extension."""
+        try:
+            self._renewals.submit(renew, seconds)
+        except RuntimeError:  # the pool is shut down: the worker is stopping
+            log.warning("lease_renewal_skipped", reason="worker stopping")
 
     def _take_due(self) -> list[Lease]:
         now = time.monotonic()

@@ -74,6 +74,8 @@ class IdempotencyKeys(t.Protocol):
 
         With ``session`` (a SQLAlchemy session of the store's database), the
         write joins that session's transaction and the caller commits it.
+        Raises when ``token`` no longer holds the key: the worker then retries
+        the job (and rolls the session back).
         """
 
     def release(self, key: str, token: str) -> None:

@@ -7,6 +7,9 @@ import datetime as dt
 import threading
 import typing as t
 
+if t.TYPE_CHECKING:
+    from ._job_session import JobSession
+
 #: A JSON object: what a payload and the correlation fields are.
 JSONObject: t.TypeAlias = dict[str, t.Any]
 
@@ -62,3 +65,22 @@ class Job:
     def attempt(self) -> int | None:
         """This attempt's number, 1 for the first: the ``receive_count``."""
         return self.receive_count
+
+    _session: JobSession | None = dataclasses.field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    @property
+    def session(self) -> t.Any:
+        """A SQLAlchemy session on the store's database, for this job only.
+
+        Opened on first access, committed by the worker when the handler
+        returns (together with an idempotent job's key completion), rolled
+        back when it raises, and closed after the job. Do not commit it
+        yourself. Raises ``RuntimeError`` without a SQL job store.
+        """
+        if self._session is None:
+            from ._job_session import NO_SESSIONS
+
+            raise RuntimeError(NO_SESSIONS)
+        return self._session.get()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import math
 import threading
 import time
@@ -37,6 +38,7 @@ class Lease:
         "job_deadline",
         "message_id",
         "next_due",
+        "on_extended",
         "queue",
         "queue_name",
         "receipt_handle",
@@ -70,6 +72,9 @@ class Lease:
         self.in_flight = False
         #: Its job is over and the message is being deleted (see Heartbeat.freeze).
         self.settling = False
+        #: Called (on a pool of the heartbeat's) after each extension, with the
+        #: seconds granted: an idempotent job renews its key's lease there.
+        self.on_extended: cabc.Callable[[int], None] | None = None
 
     @property
     def failed(self) -> bool:
@@ -79,6 +84,12 @@ class Lease:
     def window_closes_at(self) -> float:
         """When (monotonic) the last visibility SQS grants this receive ends."""
         return self.received_at + VISIBILITY_WINDOW_SECONDS - WINDOW_MARGIN_SECONDS
+
+    def visibility_left(self, now: float | None = None) -> float:
+        """Seconds until the message's visibility ends, as last extended."""
+        now = time.monotonic() if now is None else now
+        last_extended = self.next_due - self.interval
+        return max(0.0, last_extended + self.visibility_timeout - now)
 
     def cap_visibility(self, seconds: int, now: float | None = None) -> int:
         """``seconds``, cut to the whole seconds left of this receive's 12 hours."""

@@ -27,3 +27,6 @@ class Outcome(enum.StrEnum):
     #: The job is scheduled for later than SQS can delay; it was sent again
     #: with the remaining delay.
     DEFERRED = "deferred"
+    #: The job's idempotency key was already completed (a duplicate delivery or
+    #: enqueue); the message was deleted without running the handler.
+    DUPLICATE = "duplicate"

@@ -26,6 +26,7 @@ from ._handlers import call_handler
 from ._handlers import JobHandler
 from ._heartbeat import Heartbeat
 from ._hooks import Hooks
+from ._idempotent_run import JobGuard
 from ._isolation import call_hook
 from ._job import Job
 from ._job_ids import received_job_id
@@ -82,6 +83,7 @@ RESERVED_LOG_KEYS = frozenset(
         "run_at",
         "new_message_id",
         "dropped",
+        "idempotency",
         # Acted on by structlog's processors and renderers.
         "event",
         "level",
@@ -120,6 +122,10 @@ RESERVED_LOG_KEYS = frozenset(
 )
 
 
+#: The verdicts whose message is deleted (or dead-lettered).
+DELETED_OUTCOMES = (Outcome.SUCCESS, Outcome.DELETE, Outcome.DUPLICATE)
+
+
 class Kind(enum.Enum):
     """What a received message turned out to be."""
 
@@ -156,6 +162,8 @@ class Ran:
     pointer: Pointer | None = None
     #: The handler's retry policy, once the handler was called.
     retry: Retry | None = None
+    #: Extra fields for the ``job_finished`` line (``idempotency``).
+    fields: dict[str, t.Any] = dataclasses.field(default_factory=dict)
     started: float = dataclasses.field(default_factory=time.monotonic)
 
     def close(self) -> None:
@@ -176,11 +184,13 @@ class JobRunner:
         middleware: cabc.Sequence[JobMiddleware],
         heartbeat: Heartbeat,
         hooks: Hooks,
+        guard: JobGuard | None = None,
     ) -> None:
         self.handlers = handlers
         self._middleware = tuple(middleware)
         self._heartbeat = heartbeat
         self._hooks = hooks
+        self._guard = guard or JobGuard()
 
     def run(self, delivery: Delivery) -> Ran:
         """Run phase one; never raises ``Exception``.
@@ -279,8 +289,8 @@ class JobRunner:
         if self._enter_job_context(ran):
             ran.retry = handler.retry
             try:
-                ran.outcome, ran.exception, ran.result = self._call(
-                    job, ran.delivery, handler
+                self._guard.run(
+                    ran, handler, lambda: self._call(job, ran.delivery, handler)
                 )
             except BaseException as error:
                 # SystemExit or KeyboardInterrupt from the handler: the message
@@ -288,7 +298,7 @@ class JobRunner:
                 self._heartbeat.drop(lease)
                 ran.scope.__exit__(type(error), error, error.__traceback__)
                 raise
-        if lease.tracked and ran.outcome in (Outcome.SUCCESS, Outcome.DELETE):
+        if lease.tracked and ran.outcome in DELETED_OUTCOMES:
             # Still extended while the delete waits and travels: it must not
             # outlive the visibility timeout and let the job run twice.
             self._heartbeat.freeze(lease)

@@ -17,6 +17,7 @@ import typing as t
 import structlog
 
 from ._delivery import Delivery
+from ._exceptions import IdempotencyConflictError
 from ._exceptions import RetryJob
 from ._heartbeat import Heartbeat
 from ._hooks import Hooks
@@ -35,6 +36,7 @@ from ._retry import Retry
 from ._retry import Verdict
 from ._retry_log import log_exhausted
 from ._retry_log import log_retrying
+from ._running import DELETED_OUTCOMES
 from ._running import Kind
 from ._running import Ran
 from ._wire import MAX_DELAY_SECONDS
@@ -49,6 +51,7 @@ UNKNOWN_JOB_TYPE_VISIBILITY = 300
 _LEVELS = {
     Outcome.SUCCESS: "info",
     Outcome.DEFERRED: "info",
+    Outcome.DUPLICATE: "info",
     Outcome.RETRY: "warning",
 }
 
@@ -103,7 +106,7 @@ class Settler:
             assert ran.run_at is not None
             return self._report(ran, self._defer(delivery, ran.run_at))
         settled = self._settle_job(ran)
-        if settled.outcome in (Outcome.SUCCESS, Outcome.DELETE):
+        if settled.outcome in DELETED_OUTCOMES:
             after_delete(delivery.queue, ran.pointer)
         return self._report(ran, settled)
 
@@ -192,7 +195,11 @@ class Settler:
             return Settled(
                 Outcome.HEARTBEAT_FAILED, result.exception, fields=result.fields
             )
-        if result.outcome in (Outcome.SUCCESS, Outcome.DELETE):
+        if isinstance(result.exception, IdempotencyConflictError):
+            moved = self._dead_letter(delivery, result.exception)
+            if moved is not None:
+                return moved
+        if result.outcome in DELETED_OUTCOMES:
             return self._delete(delivery, result)
         if _is_last_receive(delivery):
             moved = self._dead_letter(delivery, result.exception)
@@ -277,6 +284,7 @@ class Settler:
         }
         if result.processing_outcome is not None:
             fields["processing_outcome"] = result.processing_outcome.value
+        fields.update(ran.fields)
         fields.update(result.fields)
         exc = result.exception
         if exc is not None and result.outcome is not Outcome.SUCCESS:

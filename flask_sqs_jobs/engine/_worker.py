@@ -23,7 +23,10 @@ from ._handlers import JobHandler
 from ._heartbeat import Heartbeat
 from ._hooks import Hooks
 from ._hooks import MultiHooks
+from ._idempotency_store import IdempotencyKeys
+from ._idempotent_run import JobGuard
 from ._isolation import call_hook
+from ._job_session import SessionFactory
 from ._middleware import compose_poll
 from ._queue_group import QueueGroup
 from ._queue_options import is_finite_number
@@ -103,6 +106,10 @@ class JobWorker:
         default) waits for them.
     :param hooks: extra :class:`Hooks` (metrics, ...) called beside the
         group's own.
+    :param idempotency_keys: a store's idempotency keys
+        (``store.idempotency_keys()``); needed by idempotent handlers.
+    :param session_factory: opens ``current_job.session`` (a SQL store's
+        ``store.session``).
     """
 
     def __init__(
@@ -115,10 +122,13 @@ class JobWorker:
         *,
         shutdown_timeout: float | None = None,
         hooks: cabc.Sequence[Hooks] = (),
+        idempotency_keys: IdempotencyKeys | None = None,
+        session_factory: SessionFactory | None = None,
     ) -> None:
         _check_arguments(queues, idle_wait_seconds, concurrency, shutdown_timeout)
         self._group = queues
         self._handlers = {name: as_job_handler(h) for name, h in handlers.items()}
+        guard = JobGuard.for_handlers(self._handlers, idempotency_keys, session_factory)
         self._should_stop = should_stop or (lambda: False)
         self._idle_wait = idle_wait_seconds
         self._concurrency = concurrency
@@ -133,7 +143,9 @@ class JobWorker:
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = state.stop_event
         processing = JobProcessing(
-            JobRunner(self._handlers, queues.middleware, self._heartbeat, self._hooks),
+            JobRunner(
+                self._handlers, queues.middleware, self._heartbeat, self._hooks, guard
+            ),
             Settler(
                 self._heartbeat,
                 self._hooks,

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import abc
+import typing as t
+
+if t.TYPE_CHECKING:
+    from ..engine._idempotency_store import IdempotencyKeys
 
 
 class JobStore(abc.ABC):
@@ -22,6 +26,12 @@ class JobStore(abc.ABC):
 
         Idempotent. Returns one line per table for ``flask sqs-jobs store init``.
         """
+
+    def idempotency_keys(self) -> IdempotencyKeys:
+        """The idempotency keys of this store, for idempotent handlers."""
+        raise NotImplementedError(
+            f"the {self.kind or type(self).__name__} store keeps no idempotency keys"
+        )
 
     def close(self) -> None:
         """Release connections (pools, clients); the store may be used again."""

@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from . import _tables
 from ._base import JobStore
+from ._sql_idempotency import SQLIdempotencyKeys
 
 #: How long SQLite waits for another writer's lock before failing (ms).
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -77,6 +78,10 @@ class SQLAlchemyStore(JobStore):
     def session(self) -> sa.orm.Session:
         """A new session on the store's engine (the caller closes it)."""
         return sa.orm.Session(self.engine, expire_on_commit=False)
+
+    def idempotency_keys(self) -> SQLIdempotencyKeys:
+        """The ``sqs_jobs_idempotency`` table, for idempotent handlers."""
+        return SQLIdempotencyKeys(lambda: self.engine)
 
     def create_tables(self) -> list[str]:
         """Create the ``sqs_jobs_`` tables that are missing; keep the others."""
