@@ -49,6 +49,10 @@ class Config:
     large_payloads: dict[str, t.Any] | None = None
     #: ``SQS_JOBS_STORE_URL``: a SQLAlchemy URL for the job store, or None.
     store_url: str | None = None
+    #: ``SQS_JOBS_RECORD_JOBS``: write job records when a store is configured.
+    record_jobs: bool = True
+    #: ``SQS_JOBS_RECORD_RETENTION_SECONDS``: how long workers keep job records.
+    record_retention_seconds: int = 604800
 
 
 _KEYS = {
@@ -94,6 +98,10 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         eager=_bool(config, "EAGER"),
         large_payloads=_large_payloads(config.get(f"{PREFIX}LARGE_PAYLOADS")),
         store_url=_optional_str(config, "STORE_URL"),
+        record_jobs=_bool(config, "RECORD_JOBS", default=True),
+        record_retention_seconds=_positive_int(
+            config, "RECORD_RETENTION_SECONDS", 604800
+        ),
     )
 
 
@@ -215,8 +223,20 @@ def _header(value: object) -> str:
     return value
 
 
-def _bool(config: cabc.Mapping[str, t.Any], name: str) -> bool:
-    value = config.get(f"{PREFIX}{name}", False)
+def _bool(
+    config: cabc.Mapping[str, t.Any], name: str, *, default: bool = False
+) -> bool:
+    value = config.get(f"{PREFIX}{name}", default)
     if not isinstance(value, bool):
         raise TypeError(f"{PREFIX}{name} must be True or False; got {value!r}")
+    return value
+
+
+def _positive_int(config: cabc.Mapping[str, t.Any], name: str, default: int) -> int:
+    value = config.get(f"{PREFIX}{name}", default)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"{PREFIX}{name} must be a positive int of seconds (e.g. {default});"
+            f" got {value!r}"
+        )
     return value

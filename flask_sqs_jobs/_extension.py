@@ -17,6 +17,7 @@ from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
 from ._large_payloads_setup import make_large_payloads
+from ._recording import with_records
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
 from ._sqs_client import make_sqs_client
@@ -36,6 +37,8 @@ from .store._base import JobStore
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
+    from .store._records import JobRecord
+
 F = t.TypeVar("F", bound=HandlerFunc)
 
 
@@ -44,7 +47,7 @@ class _State:
     """What the extension keeps per app."""
 
     config: Config
-    hooks: FlaskHooks
+    hooks: Hooks
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     client: SQSClient | None = None
     group: QueueGroup | None = None
@@ -125,7 +128,8 @@ class SQSJobs:
             )
         config = load_config(app.config)
         store = self._store or make_store(config)
-        self._state[app] = _State(config=config, hooks=FlaskHooks(app), store=store)
+        hooks = with_records(FlaskHooks(app), config, store)
+        self._state[app] = _State(config=config, hooks=hooks, store=store)
         app.extensions["sqs_jobs"] = self
 
         header = config.request_id_header
@@ -210,6 +214,16 @@ class SQSJobs:
                 " SQSJobs(store=...)"
             )
         return store
+
+    def get_job(self, job_id: str, *, app: Flask | None = None) -> JobRecord | None:
+        """The record of the job ``job_id``, or None when the store has none.
+
+        :raises RuntimeError: no store is configured; the message names
+            ``SQS_JOBS_STORE_URL``.
+        """
+        from ._records_access import get_job
+
+        return get_job(self.store(app), self._get_state(app).hooks, job_id)
 
     def has_store(self, app: Flask | None = None) -> bool:
         """Whether ``app`` has a job store."""

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import abc
+import typing as t
+
+if t.TYPE_CHECKING:
+    from ._records import JobRecords
+    from ._records import WorkerRegistry
 
 
 class JobStore(abc.ABC):
@@ -30,3 +35,11 @@ class JobStore(abc.ABC):
     def describe(self) -> str:
         """Where the store lives, without credentials, for logs and the CLI."""
         return self.kind
+
+    def job_records(self) -> JobRecords:
+        """The store's job records (statuses, results, progress)."""
+        raise NotImplementedError(f"a {self.kind} store keeps no job records")
+
+    def worker_registry(self) -> WorkerRegistry:
+        """The store's registry of live workers."""
+        raise NotImplementedError(f"a {self.kind} store keeps no worker registry")

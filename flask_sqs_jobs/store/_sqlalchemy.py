@@ -19,6 +19,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from . import _tables
 from ._base import JobStore
 
+if t.TYPE_CHECKING:
+    from ._records import JobRecords
+    from ._records import WorkerRegistry
+
 #: How long SQLite waits for another writer's lock before failing (ms).
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -87,6 +91,16 @@ class SQLAlchemyStore(JobStore):
             f"{name}: {'exists, unchanged' if name in existing else 'created'}"
             for name in self.metadata.tables
         ]
+
+    def job_records(self) -> JobRecords:
+        from ._sql_records import SQLJobRecords
+
+        return SQLJobRecords(self.engine)
+
+    def worker_registry(self) -> WorkerRegistry:
+        from ._sql_records import SQLWorkerRegistry
+
+        return SQLWorkerRegistry(self.engine)
 
     def close(self) -> None:
         if self._engine is not None and self._db is None:

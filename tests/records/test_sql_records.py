@@ -1,0 +1,152 @@
+"""Job records and workers in SQL: upserts that never go backwards, pruning."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import typing as t
+
+import pytest
+from flask_sqs_jobs.store import SQLAlchemyStore
+from flask_sqs_jobs.store import WorkerRecord
+from flask_sqs_jobs.store._records import JobEvent
+
+NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def event(status: str, attempts: int = 1, **fields: t.Any) -> JobEvent:
+    return JobEvent("job-1", "send", "default", status, attempts, NOW, **fields)
+
+
+@pytest.fixture
+def store(store_url: str) -> cabc.Iterator[SQLAlchemyStore]:
+    store = SQLAlchemyStore(store_url)
+    store.create_tables()
+    yield store
+    store.close()
+
+
+def test_a_late_running_write_does_not_undo_success(store: SQLAlchemyStore) -> None:
+    records = store.job_records()
+    records.write([event("running", started_at=NOW)])
+    records.write([event("succeeded", finished_at=NOW, result='{"n": 1}')])
+    records.write([event("running", started_at=NOW)])
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.status, record.result, record.finished_at) == (
+        "succeeded",
+        {"n": 1},
+        NOW,
+    )
+
+
+def test_a_late_queued_write_keeps_the_workers_status(store: SQLAlchemyStore) -> None:
+    records = store.job_records()
+    records.write([event("running", started_at=NOW)])
+    records.write([event("queued", attempts=0, enqueued_at=NOW)])
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.status, record.attempts) == ("running", 1)
+
+
+def test_a_later_attempt_replaces_an_earlier_one_but_never_the_reverse(
+    store: SQLAlchemyStore,
+) -> None:
+    records = store.job_records()
+    records.write(
+        [
+            event("running", 1),
+            event("retrying", 1, error="RuntimeError: boom"),
+            event("running", 2),
+        ]
+    )
+    records.write([event("retrying", 1, error="late")])
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.status, record.attempts, record.error) == ("running", 2, None)
+
+
+def test_a_deferred_or_redriven_job_runs_again_with_a_fresh_receive_count(
+    store: SQLAlchemyStore,
+) -> None:
+    records = store.job_records()
+    records.write([event("deferred", 3)])
+    records.write([event("running", 1)])
+    assert records.get("job-1").status == "running"  # type: ignore[union-attr]
+    records.write([event("dead_lettered", 4)])
+    records.write([event("running", 1), event("succeeded", 1)])
+    assert records.get("job-1").status == "succeeded"  # type: ignore[union-attr]
+
+
+def test_progress_updates_a_running_job_only(store: SQLAlchemyStore) -> None:
+    records = store.job_records()
+    records.write(
+        [event("running"), event("progress", progress=0.5, progress_message="half")]
+    )
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.status, record.progress, record.progress_message) == (
+        "running",
+        0.5,
+        "half",
+    )
+    records.write([event("succeeded"), event("progress", progress=0.9)])
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.status, record.progress) == ("succeeded", 0.5)
+
+
+def test_recent_lists_newest_first_and_filters(store: SQLAlchemyStore) -> None:
+    records = store.job_records()
+    for i, status in enumerate(["succeeded", "failed", "succeeded"]):
+        records.write(
+            [
+                JobEvent(
+                    f"job-{i}",
+                    "send",
+                    "critical" if i == 2 else "default",
+                    status,
+                    1,
+                    NOW + dt.timedelta(seconds=i),
+                )
+            ]
+        )
+    assert [r.job_id for r in records.recent(10)] == ["job-2", "job-1", "job-0"]
+    assert [r.job_id for r in records.recent(10, status="succeeded")] == [
+        "job-2",
+        "job-0",
+    ]
+    assert [r.job_id for r in records.recent(10, queue="default")] == [
+        "job-1",
+        "job-0",
+    ]
+    assert [r.job_id for r in records.recent(1)] == ["job-2"]
+    with pytest.raises(ValueError, match="unknown job status 'done'"):
+        records.recent(status="done")
+
+
+def test_prune_deletes_records_older_than_the_cutoff(store: SQLAlchemyStore) -> None:
+    records = store.job_records()
+    old = JobEvent("old", "send", "default", "succeeded", 1, NOW - dt.timedelta(days=8))
+    new = JobEvent("new", "send", "default", "succeeded", 1, NOW)
+    records.write([old, new])
+    assert records.prune(NOW - dt.timedelta(days=7)) == 1
+    assert records.get("old") is None
+    assert records.get("new") is not None
+
+
+def test_workers_register_refresh_and_remove(store: SQLAlchemyStore) -> None:
+    registry = store.worker_registry()
+    worker = WorkerRecord("h:1:ab", "h", 1, ("default",), 4, 0, NOW, NOW, "1.0")
+    registry.register(worker)
+    later = NOW + dt.timedelta(seconds=15)
+    assert registry.refresh("h:1:ab", 3, later) is True
+    (listed,) = registry.list()
+    assert (listed.busy_slots, listed.last_seen_at, listed.queues) == (
+        3,
+        later,
+        ("default",),
+    )
+    registry.remove("h:1:ab")
+    assert registry.list() == []
+    assert registry.refresh("h:1:ab", 0, later) is False
