@@ -144,7 +144,11 @@ def with_records(hooks: Hooks, config: Config, store: JobStore | None) -> Hooks:
     """``hooks``, plus :class:`RecordingHooks` when job records are on."""
     if store is None or not config.record_jobs:
         return hooks
-    writer = RecordWriter(store.job_records, synchronous=config.eager)
+    retention = config.record_retention_seconds
+    writer = RecordWriter(
+        lambda: store.job_records(retention_seconds=retention),
+        synchronous=config.eager,
+    )
     return MultiHooks([hooks, RecordingHooks(writer)])
 
 

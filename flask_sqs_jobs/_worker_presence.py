@@ -167,13 +167,16 @@ def presence_of(
     if not jobs.has_store(app):
         return []
     store, config = jobs.store(app), jobs.config(app)
+    retention = config.record_retention_seconds
     return [
         WorkerPresence(
             store.worker_registry(),
             queues=list(options.queue_names or config.queues),
             concurrency=options.concurrency,
             busy_slots=lambda: worker.busy_slots,
-            records=store.job_records() if config.record_jobs else None,
+            records=store.job_records(retention_seconds=retention)
+            if config.record_jobs
+            else None,
             retention_seconds=config.record_retention_seconds,
         )
     ]

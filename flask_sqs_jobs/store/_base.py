@@ -36,8 +36,13 @@ class JobStore(abc.ABC):
         """Where the store lives, without credentials, for logs and the CLI."""
         return self.kind
 
-    def job_records(self) -> JobRecords:
-        """The store's job records (statuses, results, progress)."""
+    def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        """The store's job records (statuses, results, progress).
+
+        :param retention_seconds: how long a record is kept after its last
+            write, where the store expires records itself (DynamoDB's TTL);
+            SQL stores are pruned by the workers instead.
+        """
         raise NotImplementedError(f"a {self.kind} store keeps no job records")
 
     def worker_registry(self) -> WorkerRegistry:

@@ -9,6 +9,10 @@ from botocore.exceptions import ClientError
 
 from ._base import JobStore
 
+if t.TYPE_CHECKING:
+    from ._records import JobRecords
+    from ._records import WorkerRegistry
+
 #: The table's key attributes: ``pk`` (what the item is about, e.g.
 #: ``idem#<key>``) and ``sk`` (which part of it).
 PARTITION_KEY = "pk"
@@ -74,6 +78,16 @@ class DynamoDBStore(JobStore):
             TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
         )
         return [f"{self.table_name}: created"]
+
+    def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        from ._dynamodb_records import DynamoDBJobRecords
+
+        return DynamoDBJobRecords(self.client, self.table_name, retention_seconds)
+
+    def worker_registry(self) -> WorkerRegistry:
+        from ._dynamodb_records import DynamoDBWorkerRegistry
+
+        return DynamoDBWorkerRegistry(self.client, self.table_name)
 
     def describe(self) -> str:
         return f"dynamodb table {self.table_name}"

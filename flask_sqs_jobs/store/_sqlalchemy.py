@@ -92,7 +92,7 @@ class SQLAlchemyStore(JobStore):
             for name in self.metadata.tables
         ]
 
-    def job_records(self) -> JobRecords:
+    def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
         from ._sql_records import SQLJobRecords
 
         return SQLJobRecords(self.engine)

@@ -1,32 +1,25 @@
-"""Job records and workers in SQL: upserts that never go backwards, pruning."""
+"""Job records and workers in each store: writes that never go backwards, listing."""
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import datetime as dt
 import typing as t
 
 import pytest
+from flask_sqs_jobs.store import DynamoDBStore
+from flask_sqs_jobs.store import JobStore
 from flask_sqs_jobs.store import SQLAlchemyStore
 from flask_sqs_jobs.store import WorkerRecord
 from flask_sqs_jobs.store._records import JobEvent
 
-NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 def event(status: str, attempts: int = 1, **fields: t.Any) -> JobEvent:
     return JobEvent("job-1", "send", "default", status, attempts, NOW, **fields)
 
 
-@pytest.fixture
-def store(store_url: str) -> cabc.Iterator[SQLAlchemyStore]:
-    store = SQLAlchemyStore(store_url)
-    store.create_tables()
-    yield store
-    store.close()
-
-
-def test_a_late_running_write_does_not_undo_success(store: SQLAlchemyStore) -> None:
+def test_a_late_running_write_does_not_undo_success(store: JobStore) -> None:
     records = store.job_records()
     records.write([event("running", started_at=NOW)])
     records.write([event("succeeded", finished_at=NOW, result='{"n": 1}')])
@@ -40,7 +33,7 @@ def test_a_late_running_write_does_not_undo_success(store: SQLAlchemyStore) -> N
     )
 
 
-def test_a_late_queued_write_keeps_the_workers_status(store: SQLAlchemyStore) -> None:
+def test_a_late_queued_write_keeps_the_workers_status(store: JobStore) -> None:
     records = store.job_records()
     records.write([event("running", started_at=NOW)])
     records.write([event("queued", attempts=0, enqueued_at=NOW)])
@@ -50,7 +43,7 @@ def test_a_late_queued_write_keeps_the_workers_status(store: SQLAlchemyStore) ->
 
 
 def test_a_later_attempt_replaces_an_earlier_one_but_never_the_reverse(
-    store: SQLAlchemyStore,
+    store: JobStore,
 ) -> None:
     records = store.job_records()
     records.write(
@@ -67,7 +60,7 @@ def test_a_later_attempt_replaces_an_earlier_one_but_never_the_reverse(
 
 
 def test_a_deferred_or_redriven_job_runs_again_with_a_fresh_receive_count(
-    store: SQLAlchemyStore,
+    store: JobStore,
 ) -> None:
     records = store.job_records()
     records.write([event("deferred", 3)])
@@ -78,7 +71,7 @@ def test_a_deferred_or_redriven_job_runs_again_with_a_fresh_receive_count(
     assert records.get("job-1").status == "succeeded"  # type: ignore[union-attr]
 
 
-def test_progress_updates_a_running_job_only(store: SQLAlchemyStore) -> None:
+def test_progress_updates_a_running_job_only(store: JobStore) -> None:
     records = store.job_records()
     records.write(
         [event("running"), event("progress", progress=0.5, progress_message="half")]
@@ -96,7 +89,7 @@ def test_progress_updates_a_running_job_only(store: SQLAlchemyStore) -> None:
     assert (record.status, record.progress) == ("succeeded", 0.5)
 
 
-def test_recent_lists_newest_first_and_filters(store: SQLAlchemyStore) -> None:
+def test_recent_lists_newest_first_and_filters(store: JobStore) -> None:
     records = store.job_records()
     for i, status in enumerate(["succeeded", "failed", "succeeded"]):
         records.write(
@@ -107,7 +100,7 @@ def test_recent_lists_newest_first_and_filters(store: SQLAlchemyStore) -> None:
                     "critical" if i == 2 else "default",
                     status,
                     1,
-                    NOW + dt.timedelta(seconds=i),
+                    NOW - dt.timedelta(seconds=10 - i),
                 )
             ]
         )
@@ -125,7 +118,9 @@ def test_recent_lists_newest_first_and_filters(store: SQLAlchemyStore) -> None:
         records.recent(status="done")
 
 
-def test_prune_deletes_records_older_than_the_cutoff(store: SQLAlchemyStore) -> None:
+def test_prune_deletes_records_older_than_the_cutoff(store: JobStore) -> None:
+    if not isinstance(store, SQLAlchemyStore):
+        pytest.skip("DynamoDB's TTL prunes records (see the expiry test)")
     records = store.job_records()
     old = JobEvent("old", "send", "default", "succeeded", 1, NOW - dt.timedelta(days=8))
     new = JobEvent("new", "send", "default", "succeeded", 1, NOW)
@@ -135,7 +130,7 @@ def test_prune_deletes_records_older_than_the_cutoff(store: SQLAlchemyStore) -> 
     assert records.get("new") is not None
 
 
-def test_workers_register_refresh_and_remove(store: SQLAlchemyStore) -> None:
+def test_workers_register_refresh_and_remove(store: JobStore) -> None:
     registry = store.worker_registry()
     worker = WorkerRecord("h:1:ab", "h", 1, ("default",), 4, 0, NOW, NOW, "1.0")
     registry.register(worker)
@@ -150,3 +145,17 @@ def test_workers_register_refresh_and_remove(store: SQLAlchemyStore) -> None:
     registry.remove("h:1:ab")
     assert registry.list() == []
     assert registry.refresh("h:1:ab", 0, later) is False
+
+
+def test_dynamodb_items_expire_after_the_retention(
+    dynamodb_store: DynamoDBStore,
+) -> None:
+    records = dynamodb_store.job_records(retention_seconds=3600)
+    records.write([event("running"), event("succeeded")])
+    items = dynamodb_store.client.scan(TableName=dynamodb_store.table_name)["Items"]
+    expiries = {int(item["expires_at_epoch"]["N"]) for item in items}
+    assert expiries == {int(NOW.timestamp()) + 3600}
+    assert {item["pk"]["S"] for item in items} == {
+        "job#job-1",
+        f"jobs#{NOW:%Y%m%d%H}",
+    }
