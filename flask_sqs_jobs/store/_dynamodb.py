@@ -85,7 +85,7 @@ class DynamoDBStore(JobStore):
         return DynamoDBJobRecords(self.client, self.table_name, retention_seconds)
 
     def worker_registry(self) -> WorkerRegistry:
-        from ._dynamodb_records import DynamoDBWorkerRegistry
+        from ._dynamodb_workers import DynamoDBWorkerRegistry
 
         return DynamoDBWorkerRegistry(self.client, self.table_name)
 

@@ -1,12 +1,10 @@
-"""Job records and live workers in the DynamoDB store's single table.
+"""Job records in the DynamoDB store's single table.
 
 - A job's record: ``pk = "job#<job_id>"``, ``sk = "record"``, updated with a
   condition that refuses an older write (attempt, then status rank).
 - For listing, each transition also puts ``pk = "jobs#<YYYYMMDDHH>"``,
   ``sk = "<updated_at>#<job_id>"`` in the same ``TransactWriteItems`` call:
   one request per transition, two write units.
-- Workers: ``pk = "workers"``, ``sk = <worker_id>``.
-
 Every item carries ``expires_at_epoch``, so DynamoDB's TTL prunes them.
 """
 
@@ -24,21 +22,19 @@ from ._dynamodb import PARTITION_KEY
 from ._dynamodb import SORT_KEY
 from ._dynamodb import TTL_ATTRIBUTE
 
-#: How long a worker's row outlives its last refresh before TTL deletes it.
-WORKER_TTL_SECONDS = 86400
 _TIME_FIELDS = ("enqueued_at", "started_at", "finished_at", "updated_at")
 
 
-def _s(value: str) -> dict[str, str]:
+def s_value(value: str) -> dict[str, str]:
     return {"S": value}
 
 
-def _n(value: float) -> dict[str, str]:
+def n_value(value: float) -> dict[str, str]:
     return {"N": repr(value) if isinstance(value, float) else str(value)}
 
 
-def _epoch(at: dt.datetime, seconds: float) -> dict[str, str]:
-    return _n(int(at.timestamp() + seconds))
+def epoch_value(at: dt.datetime, seconds: float) -> dict[str, str]:
+    return n_value(int(at.timestamp() + seconds))
 
 
 class DynamoDBJobRecords:
@@ -50,7 +46,7 @@ class DynamoDBJobRecords:
         self._retention = retention_seconds
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> None:
-        for event in events:
+        for event in r.merge_events(events):
             self._write(event)
 
     def _write(self, event: r.JobEvent) -> None:
@@ -59,14 +55,14 @@ class DynamoDBJobRecords:
             try:
                 self._client.update_item(**update)
             except ClientError as exc:
-                if _code(exc) != "ConditionalCheckFailedException":
+                if error_code(exc) != "ConditionalCheckFailedException":
                     raise
             return
         index = {
-            PARTITION_KEY: _s(f"jobs#{event.at.astimezone(dt.UTC):%Y%m%d%H}"),
-            SORT_KEY: _s(f"{event.at.isoformat()}#{event.job_id}"),
-            "job_id": _s(event.job_id),
-            TTL_ATTRIBUTE: _epoch(event.at, self._retention),
+            PARTITION_KEY: s_value(f"jobs#{event.at.astimezone(dt.UTC):%Y%m%d%H}"),
+            SORT_KEY: s_value(f"{event.at.isoformat()}#{event.job_id}"),
+            "job_id": s_value(event.job_id),
+            TTL_ATTRIBUTE: epoch_value(event.at, self._retention),
         }
         try:
             self._client.transact_write_items(
@@ -83,44 +79,44 @@ class DynamoDBJobRecords:
     def _update(self, event: r.JobEvent) -> dict[str, t.Any]:
         status = event.written_status
         sets: dict[str, t.Any] = {
-            "job_id": _s(event.job_id),
-            "job_type": _s(event.job_type),
-            "queue": _s(event.queue),
-            "status": _s(status),
-            "status_rank": _n(r.STATUS_RANK[status]),
-            "attempts": _n(event.attempts),
-            "updated_at": _s(event.at.isoformat()),
-            TTL_ATTRIBUTE: _epoch(event.at, self._retention),
+            "job_id": s_value(event.job_id),
+            "job_type": s_value(event.job_type),
+            "queue": s_value(event.queue),
+            "status": s_value(status),
+            "status_rank": n_value(r.STATUS_RANK[status]),
+            "attempts": n_value(event.attempts),
+            "updated_at": s_value(event.at.isoformat()),
+            TTL_ATTRIBUTE: epoch_value(event.at, self._retention),
         }
         if_missing: dict[str, t.Any] = {}
         removes: list[str] = []
         if event.enqueued_at is not None:
-            if_missing["enqueued_at"] = _s(event.enqueued_at.isoformat())
+            if_missing["enqueued_at"] = s_value(event.enqueued_at.isoformat())
         if event.status == r.PROGRESS:
-            sets["progress"] = _n(float(event.progress or 0.0))
+            sets["progress"] = n_value(float(event.progress or 0.0))
             if event.progress_message is None:
                 removes.append("progress_message")
             else:
-                sets["progress_message"] = _s(event.progress_message)
+                sets["progress_message"] = s_value(event.progress_message)
         elif status == r.RUNNING:
             if event.started_at is not None:
-                sets["started_at"] = _s(event.started_at.isoformat())
-            removes += [
-                "finished_at",
-                "result",
-                "error",
-                "progress",
-                "progress_message",
-            ]
+                sets["started_at"] = s_value(event.started_at.isoformat())
+            removes += ["finished_at", "result", "error"]
+            if event.progress is None:
+                removes += ["progress", "progress_message"]
+            else:
+                self._set_progress(event, sets)
         elif status != r.QUEUED:
+            if event.progress is not None:
+                self._set_progress(event, sets)
             if event.started_at is not None:
-                if_missing["started_at"] = _s(event.started_at.isoformat())
+                if_missing["started_at"] = s_value(event.started_at.isoformat())
             for column in ("finished_at", "result", "error"):
                 given = getattr(event, column)
                 if given is None:
                     removes.append(column)
                 else:
-                    sets[column] = _s(
+                    sets[column] = s_value(
                         given.isoformat() if isinstance(given, dt.datetime) else given
                     )
         names: dict[str, str] = {}
@@ -148,11 +144,11 @@ class DynamoDBJobRecords:
             f" OR ({name('attempts')} = :attempts"
             f" AND {name('status_rank')} <= :status_rank)"
         )
-        if event.status in r.RESTARTS:
+        if event.may_restart:
             condition += (
                 f" OR {name('status')} IN"
-                f" ({value('deferred', _s(r.DEFERRED))},"
-                f" {value('dead', _s(r.DEAD_LETTERED))})"
+                f" ({value('deferred', s_value(r.DEFERRED))},"
+                f" {value('dead', s_value(r.DEAD_LETTERED))})"
             )
         return {
             "TableName": self._table,
@@ -162,6 +158,12 @@ class DynamoDBJobRecords:
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
+
+    @staticmethod
+    def _set_progress(event: r.JobEvent, sets: dict[str, t.Any]) -> None:
+        sets["progress"] = n_value(float(event.progress or 0.0))
+        if event.progress_message is not None:
+            sets["progress_message"] = s_value(event.progress_message)
 
     def get(self, job_id: str) -> r.JobRecord | None:
         item = self._client.get_item(
@@ -195,7 +197,7 @@ class DynamoDBJobRecords:
             TableName=self._table,
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": PARTITION_KEY},
-            ExpressionAttributeValues={":pk": _s(f"jobs#{hour:%Y%m%d%H}")},
+            ExpressionAttributeValues={":pk": s_value(f"jobs#{hour:%Y%m%d%H}")},
             ScanIndexForward=False,
         )
         for page in pages:
@@ -229,75 +231,12 @@ class DynamoDBJobRecords:
         return 0
 
 
-class DynamoDBWorkerRegistry:
-    """The live workers (a ``WorkerRegistry``) in a :class:`DynamoDBStore`'s table."""
-
-    def __init__(self, client: t.Any, table: str) -> None:
-        self._client = client
-        self._table = table
-
-    def register(self, worker: r.WorkerRecord) -> None:
-        self._client.put_item(
-            TableName=self._table,
-            Item={
-                **_worker_key(worker.worker_id),
-                "host": _s(worker.host),
-                "pid": _n(worker.pid),
-                "queues": _s(json.dumps(list(worker.queues))),
-                "concurrency": _n(worker.concurrency),
-                "busy_slots": _n(worker.busy_slots),
-                "started_at": _s(worker.started_at.isoformat()),
-                "last_seen_at": _s(worker.last_seen_at.isoformat()),
-                "version": _s(worker.version),
-                TTL_ATTRIBUTE: _epoch(worker.last_seen_at, WORKER_TTL_SECONDS),
-            },
-        )
-
-    def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=_worker_key(worker_id),
-                UpdateExpression="SET busy_slots = :b, last_seen_at = :at, #ttl = :e",
-                ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#ttl": TTL_ATTRIBUTE},
-                ExpressionAttributeValues={
-                    ":b": _n(busy_slots),
-                    ":at": _s(at.isoformat()),
-                    ":e": _epoch(at, WORKER_TTL_SECONDS),
-                },
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
-
-    def remove(self, worker_id: str) -> None:
-        self._client.delete_item(TableName=self._table, Key=_worker_key(worker_id))
-
-    def list(self) -> list[r.WorkerRecord]:
-        pages = self._client.get_paginator("query").paginate(
-            TableName=self._table,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": PARTITION_KEY},
-            ExpressionAttributeValues={":pk": _s("workers")},
-            ConsistentRead=True,
-        )
-        workers = [_worker_record(i) for page in pages for i in page.get("Items", [])]
-        return sorted(workers, key=lambda w: (w.started_at, w.worker_id))
-
-
-def _code(exc: ClientError) -> str:
+def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _job_key(job_id: str) -> dict[str, t.Any]:
-    return {PARTITION_KEY: _s(f"job#{job_id}"), SORT_KEY: _s("record")}
-
-
-def _worker_key(worker_id: str) -> dict[str, t.Any]:
-    return {PARTITION_KEY: _s("workers"), SORT_KEY: _s(worker_id)}
+    return {PARTITION_KEY: s_value(f"job#{job_id}"), SORT_KEY: s_value("record")}
 
 
 def _text(item: cabc.Mapping[str, t.Any], name: str) -> str | None:
@@ -325,18 +264,4 @@ def _job_record(item: cabc.Mapping[str, t.Any]) -> r.JobRecord:
         progress=None if progress is None else float(progress["N"]),
         progress_message=_text(item, "progress_message"),
         **times,
-    )
-
-
-def _worker_record(item: cabc.Mapping[str, t.Any]) -> r.WorkerRecord:
-    return r.WorkerRecord(
-        worker_id=item[SORT_KEY]["S"],
-        host=item["host"]["S"],
-        pid=int(item["pid"]["N"]),
-        queues=tuple(json.loads(item["queues"]["S"])),
-        concurrency=int(item["concurrency"]["N"]),
-        busy_slots=int(item["busy_slots"]["N"]),
-        started_at=dt.datetime.fromisoformat(item["started_at"]["S"]),
-        last_seen_at=dt.datetime.fromisoformat(item["last_seen_at"]["S"]),
-        version=item["version"]["S"],
     )

@@ -132,6 +132,15 @@ class JobEvent:
     error: str | None = None
     progress: float | None = None
     progress_message: str | None = None
+    #: Set on events folded into one (:func:`merge_events`) whose first
+    #: applies over a deferred or dead-lettered record.
+    restarted: bool = False
+
+    @property
+    def may_restart(self) -> bool:
+        """Whether it applies over a deferred or dead-lettered record, whatever
+        its attempt: a new delivery's ``running`` or ``deferred``."""
+        return self.status in RESTARTS or self.restarted
 
     @property
     def written_status(self) -> str:
@@ -171,6 +180,52 @@ class WorkerRegistry(t.Protocol):
 
     def list(self) -> list[WorkerRecord]:
         """Every registered worker, lost ones included, oldest first."""
+
+
+def merge_events(events: cabc.Iterable[JobEvent]) -> list[JobEvent]:
+    """Fold a batch of in-order events into one per job, as the store would apply them.
+
+    A worker's ``queued``, ``running`` and ``succeeded`` of one job that
+    wait in the same batch then cost one write instead of three.
+    """
+    latest: dict[str, JobEvent] = {}
+    for event in events:
+        before = latest.get(event.job_id)
+        latest[event.job_id] = event if before is None else _fold(before, event)
+    return list(latest.values())
+
+
+def applies(new: JobEvent, old: JobEvent) -> bool:
+    """Whether ``new`` is not older than ``old``: the stores' write condition."""
+    if new.may_restart and old.written_status in RESTARTING:
+        return True
+    return (new.attempts, STATUS_RANK[new.written_status]) >= (
+        old.attempts,
+        STATUS_RANK[old.written_status],
+    )
+
+
+def _fold(old: JobEvent, new: JobEvent) -> JobEvent:
+    if new.status == PROGRESS:
+        if old.written_status == RUNNING:
+            return dataclasses.replace(
+                old,
+                progress=new.progress,
+                progress_message=new.progress_message,
+                at=new.at,
+            )
+        return new if STATUS_RANK[old.status] < STATUS_RANK[RUNNING] else old
+    if not applies(new, old):
+        return old
+    changes: dict[str, t.Any] = {"enqueued_at": new.enqueued_at or old.enqueued_at}
+    if new.attempts == old.attempts and old.may_restart:
+        changes["restarted"] = True
+    if new.status != RUNNING and new.attempts == old.attempts:
+        changes["started_at"] = old.started_at or new.started_at
+        if new.progress is None:
+            changes["progress"] = old.progress
+            changes["progress_message"] = old.progress_message
+    return dataclasses.replace(new, **changes)
 
 
 def check_status(status: str | None) -> None:

@@ -22,9 +22,8 @@ from ._tables import workers
 #: The dialects whose upsert the records use.
 SUPPORTED_DIALECTS = ("postgresql", "sqlite")
 
-_EXISTING_RANK = sa.case(r.STATUS_RANK, value=jobs.c.status, else_=0)
-_FINAL_COLUMNS = ("finished_at", "result", "error")
-_RESET_ON_RUNNING = ("finished_at", "result", "error", "progress", "progress_message")
+_SHAPES = (r.QUEUED, r.RUNNING, r.PROGRESS, "settled")
+_COLUMNS = tuple(column.name for column in jobs.columns)
 
 
 def dialect_insert(engine: sa.Engine) -> t.Any:
@@ -45,59 +44,21 @@ class SQLJobRecords:
 
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
-        self._insert = dialect_insert(engine)
+        insert = dialect_insert(engine)
+        self._statements = {
+            (shape, restart): _upsert(insert, shape, restart)
+            for shape in _SHAPES
+            for restart in (False, True)
+        }
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> None:
+        rows: dict[tuple[str, bool], list[dict[str, t.Any]]] = {}
+        for event in r.merge_events(events):
+            key = (_shape(event), event.may_restart)
+            rows.setdefault(key, []).append(_row(event))
         with self._engine.begin() as connection:
-            for event in events:
-                connection.execute(self._upsert(event))
-
-    def _upsert(self, event: r.JobEvent) -> t.Any:
-        status = event.written_status
-        stmt = self._insert(jobs).values(
-            job_id=event.job_id,
-            job_type=event.job_type,
-            queue=event.queue,
-            status=status,
-            attempts=event.attempts,
-            enqueued_at=event.enqueued_at,
-            started_at=event.started_at,
-            finished_at=event.finished_at,
-            result=event.result,
-            error=event.error,
-            progress=event.progress,
-            progress_message=event.progress_message,
-            updated_at=event.at,
-        )
-        new = stmt.excluded
-        changes: dict[str, t.Any] = {
-            "job_type": new.job_type,
-            "queue": new.queue,
-            "status": new.status,
-            "attempts": new.attempts,
-            "updated_at": new.updated_at,
-            "enqueued_at": sa.func.coalesce(jobs.c.enqueued_at, new.enqueued_at),
-        }
-        if event.status == r.PROGRESS:
-            changes.update(progress=new.progress, progress_message=new.progress_message)
-        elif status == r.RUNNING:
-            changes["started_at"] = new.started_at
-            changes.update({name: None for name in _RESET_ON_RUNNING})
-        elif status != r.QUEUED:
-            changes["started_at"] = sa.func.coalesce(jobs.c.started_at, new.started_at)
-            changes.update({name: new[name] for name in _FINAL_COLUMNS})
-        newer = sa.or_(
-            jobs.c.attempts < event.attempts,
-            sa.and_(
-                jobs.c.attempts == event.attempts,
-                r.STATUS_RANK[status] >= _EXISTING_RANK,
-            ),
-        )
-        if event.status in r.RESTARTS:
-            newer = sa.or_(newer, jobs.c.status.in_(sorted(r.RESTARTING)))
-        return stmt.on_conflict_do_update(
-            index_elements=[jobs.c.job_id], set_=changes, where=newer
-        )
+            for key, batch in rows.items():
+                connection.execute(self._statements[key], batch)
 
     def get(self, job_id: str) -> r.JobRecord | None:
         with self._engine.connect() as connection:
@@ -208,4 +169,74 @@ def _worker_record(row: sa.RowMapping) -> r.WorkerRecord:
         started_at=row["started_at"],
         last_seen_at=row["last_seen_at"],
         version=row["version"],
+    )
+
+
+def _shape(event: r.JobEvent) -> str:
+    """Which statement writes ``event``: one per set of columns it changes."""
+    if event.status in (r.QUEUED, r.RUNNING, r.PROGRESS):
+        return event.status
+    return "settled"
+
+
+def _row(event: r.JobEvent) -> dict[str, t.Any]:
+    row = {name: getattr(event, name, None) for name in _COLUMNS}
+    row.update(status=event.written_status, updated_at=event.at)
+    return row
+
+
+def _rank(status: t.Any) -> t.Any:
+    return sa.case(r.STATUS_RANK, value=status, else_=0)
+
+
+def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
+    """The upsert of one shape, for ``executemany``: every value from the row."""
+    stmt = insert(jobs)
+    new = stmt.excluded
+    changes: dict[str, t.Any] = {
+        "job_type": new.job_type,
+        "queue": new.queue,
+        "status": new.status,
+        "attempts": new.attempts,
+        "updated_at": new.updated_at,
+        "enqueued_at": sa.func.coalesce(jobs.c.enqueued_at, new.enqueued_at),
+    }
+    if shape == r.PROGRESS:
+        changes.update(progress=new.progress, progress_message=new.progress_message)
+    elif shape == r.RUNNING:
+        changes.update(
+            started_at=new.started_at,
+            finished_at=None,
+            result=None,
+            error=None,
+            progress=new.progress,
+            progress_message=new.progress_message,
+        )
+    elif shape != r.QUEUED:
+        changes.update(
+            started_at=sa.func.coalesce(jobs.c.started_at, new.started_at),
+            finished_at=new.finished_at,
+            result=new.result,
+            error=new.error,
+            progress=sa.func.coalesce(new.progress, jobs.c.progress),
+            progress_message=sa.case(
+                (new.progress.is_(None), jobs.c.progress_message),
+                else_=new.progress_message,
+            ),
+        )
+    newer = sa.or_(
+        jobs.c.attempts < new.attempts,
+        sa.and_(
+            jobs.c.attempts == new.attempts,
+            _rank(jobs.c.status) <= _rank(new.status),
+        ),
+    )
+    if restart:
+        # Literal constants: an expanding IN cannot be used with executemany.
+        restarting: list[sa.ColumnElement[t.Any]] = [
+            sa.literal_column(f"'{status}'") for status in sorted(r.RESTARTING)
+        ]
+        newer = sa.or_(newer, *(jobs.c.status == each for each in restarting))
+    return stmt.on_conflict_do_update(
+        index_elements=[jobs.c.job_id], set_=changes, where=newer
     )

@@ -159,3 +159,40 @@ def test_dynamodb_items_expire_after_the_retention(
         "job#job-1",
         f"jobs#{NOW:%Y%m%d%H}",
     }
+
+
+def test_a_whole_life_in_one_batch_keeps_every_field(store: JobStore) -> None:
+    records = store.job_records()
+    earlier = NOW - dt.timedelta(seconds=5)
+    records.write(
+        [
+            event("queued", 0, enqueued_at=earlier),
+            event("running", started_at=NOW),
+            event("progress", progress=0.5, progress_message="half"),
+            event("succeeded", finished_at=NOW, result="7"),
+        ]
+    )
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.status, record.result, record.progress) == ("succeeded", 7, 0.5)
+    assert (record.enqueued_at, record.started_at, record.finished_at) == (
+        earlier,
+        NOW,
+        NOW,
+    )
+    assert record.progress_message == "half"
+
+
+def test_many_jobs_in_one_batch_each_get_their_record(store: JobStore) -> None:
+    records = store.job_records()
+    ids = ("parked-1", "parked-2", "a", "b")
+    records.write([JobEvent(i, "t", "default", "deferred", 2, NOW) for i in ids[:2]])
+    records.write(
+        [
+            JobEvent(job_id, "t", "default", status, 1, NOW)
+            for job_id in ids
+            for status in ("running", "succeeded")
+        ]
+    )
+    statuses = [getattr(records.get(i), "status", None) for i in ids]
+    assert statuses == ["succeeded"] * 4
