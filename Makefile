@@ -42,9 +42,11 @@ demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
 ## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3
+## and job records
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
+	$(BIN)/python -m bench.records
 
 ## make docs: the HTML documentation in docs/_build/html; any warning fails the build
 docs: $(VENV)/.docs-installed
