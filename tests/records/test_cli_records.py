@@ -83,9 +83,10 @@ def test_an_unknown_job_exits_1_with_one_clear_line(app: Flask) -> None:
 
 def test_workers_shows_live_and_lost_workers(app: Flask, jobs: SQSJobs) -> None:
     registry = jobs.store(app).worker_registry()
-    old = NOW - dt.timedelta(minutes=5)
+    now = dt.datetime.now(dt.UTC)
+    old = now - dt.timedelta(minutes=5)
     registry.register(
-        WorkerRecord("h:1:aa", "h", 1, ("default",), 4, 3, NOW, NOW, "1.0")
+        WorkerRecord("h:1:aa", "h", 1, ("default",), 4, 3, now, now, "1.0")
     )
     registry.register(
         WorkerRecord(f"h:2:{HOSTILE}", "h", 2, ("critical",), 1, 0, old, old, "1.0")
