@@ -114,7 +114,9 @@ class DynamoDBJobRecords:
             for column in ("finished_at", "result", "error"):
                 given = getattr(event, column)
                 if given is None:
-                    removes.append(column)
+                    # A duplicate delivery keeps the result of the run it duplicates.
+                    if not (column == "result" and status == r.DUPLICATE):
+                        removes.append(column)
                 else:
                     sets[column] = s_value(
                         given.isoformat() if isinstance(given, dt.datetime) else given

@@ -216,7 +216,14 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
         changes.update(
             started_at=sa.func.coalesce(jobs.c.started_at, new.started_at),
             finished_at=new.finished_at,
-            result=new.result,
+            # A duplicate delivery keeps the result of the run it duplicates.
+            result=sa.case(
+                (
+                    new.status == r.DUPLICATE,
+                    sa.func.coalesce(new.result, jobs.c.result),
+                ),
+                else_=new.result,
+            ),
             error=new.error,
             progress=sa.func.coalesce(new.progress, jobs.c.progress),
             progress_message=sa.case(

@@ -196,3 +196,16 @@ def test_many_jobs_in_one_batch_each_get_their_record(store: JobStore) -> None:
     )
     statuses = [getattr(records.get(i), "status", None) for i in ids]
     assert statuses == ["succeeded"] * 4
+
+
+def test_a_duplicate_delivery_keeps_the_result_of_the_run(store: JobStore) -> None:
+    records = store.job_records()
+    records.write([event("running"), event("succeeded", result='{"id": 9}')])
+    records.write([event("duplicate", 2, finished_at=NOW)])
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.status, record.attempts, record.result) == (
+        "duplicate",
+        2,
+        {"id": 9},
+    )
