@@ -42,11 +42,12 @@ demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
 ## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3,
-## then idempotent handlers on PostgreSQL
+## idempotent handlers on PostgreSQL and job records
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
 	$(BIN)/python -m bench.idempotency
+	$(BIN)/python -m bench.records
 
 ## make docs: the HTML documentation in docs/_build/html; any warning fails the build
 docs: $(VENV)/.docs-installed

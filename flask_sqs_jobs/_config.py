@@ -58,6 +58,10 @@ class Config:
     scheduler_role_arn: str | None = None
     #: ``SQS_JOBS_CHECK_JOB_TYPES``: refuse to enqueue a job type with no handler.
     check_job_types: bool = True
+    #: ``SQS_JOBS_RECORD_JOBS``: write job records when a store is configured.
+    record_jobs: bool = True
+    #: ``SQS_JOBS_RECORD_RETENTION_SECONDS``: how long workers keep job records.
+    record_retention_seconds: int = 604800
 
 
 _KEYS = {
@@ -107,6 +111,10 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         schedule_group=_optional_str(config, "SCHEDULE_GROUP") or "flask-sqs-jobs",
         scheduler_role_arn=_optional_str(config, "SCHEDULER_ROLE_ARN"),
         check_job_types=_bool(config, "CHECK_JOB_TYPES", default=True),
+        record_jobs=_bool(config, "RECORD_JOBS", default=True),
+        record_retention_seconds=_positive_int(
+            config, "RECORD_RETENTION_SECONDS", 604800
+        ),
     )
 
 
@@ -237,8 +245,20 @@ def _header(value: object) -> str:
     return value
 
 
-def _bool(config: cabc.Mapping[str, t.Any], name: str, default: bool = False) -> bool:
+def _bool(
+    config: cabc.Mapping[str, t.Any], name: str, *, default: bool = False
+) -> bool:
     value = config.get(f"{PREFIX}{name}", default)
     if not isinstance(value, bool):
         raise TypeError(f"{PREFIX}{name} must be True or False; got {value!r}")
+    return value
+
+
+def _positive_int(config: cabc.Mapping[str, t.Any], name: str, default: int) -> int:
+    value = config.get(f"{PREFIX}{name}", default)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"{PREFIX}{name} must be a positive int of seconds (e.g. {default});"
+            f" got {value!r}"
+        )
     return value

@@ -22,6 +22,7 @@ from ._idempotent_handlers import worker_store_options
 from ._job_type_check import check_known_job_type
 from ._job_type_check import check_known_job_types
 from ._large_payloads_setup import make_large_payloads
+from ._recording import with_records
 from ._request_id import add_request_id_header
 from ._request_id import current_request_id
 from ._sqs_client import make_sqs_client
@@ -45,6 +46,7 @@ if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
     from ._periodic import Schedule
+    from .store._records import JobRecord
 
 F = t.TypeVar("F", bound=HandlerFunc)
 
@@ -54,7 +56,7 @@ class _State:
     """What the extension keeps per app."""
 
     config: Config
-    hooks: FlaskHooks
+    hooks: Hooks
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     client: SQSClient | None = None
     group: QueueGroup | None = None
@@ -137,7 +139,8 @@ class SQSJobs(TaskRegistry):
             )
         config = load_config(app.config)
         store = self._store or make_store(config)
-        self._state[app] = _State(config=config, hooks=FlaskHooks(app), store=store)
+        hooks = with_records(FlaskHooks(app), config, store)
+        self._state[app] = _State(config=config, hooks=hooks, store=store)
         app.extensions["sqs_jobs"] = self
 
         header = config.request_id_header
@@ -291,6 +294,16 @@ class SQSJobs(TaskRegistry):
                 " SQSJobs(store=...)"
             )
         return store
+
+    def get_job(self, job_id: str, *, app: Flask | None = None) -> JobRecord | None:
+        """The record of the job ``job_id``, or None when the store has none.
+
+        :raises RuntimeError: no store is configured; the message names
+            ``SQS_JOBS_STORE_URL``.
+        """
+        from ._records_access import get_job
+
+        return get_job(self.store(app), self._get_state(app).hooks, job_id)
 
     def has_store(self, app: Flask | None = None) -> bool:
         """Whether ``app`` has a job store."""

@@ -14,6 +14,8 @@ import typing as t
 import structlog
 from flask import Flask
 
+from ._worker_presence import presence_of
+
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
     from .engine._worker import JobWorker
@@ -44,6 +46,7 @@ def worker_services(
 
         if (scheduler := scheduler_service(app, jobs, worker._hooks)) is not None:
             services.append(scheduler)
+    services.extend(presence_of(app, jobs, worker, options))
     return services
 
 

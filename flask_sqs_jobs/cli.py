@@ -21,6 +21,8 @@ from ._cli_common import queue_named
 from ._cli_common import sqs_errors
 from ._cli_common import table
 from ._cli_dlq import dlq_command
+from ._cli_records import job_command
+from ._cli_records import workers_command
 from ._cli_schedules import schedules_command
 from ._cli_store import store_command
 from ._cli_worker import worker_command as worker_command
@@ -125,6 +127,8 @@ _COUNTS = ("visible", "in_flight", "delayed")
 jobs_command.add_command(dlq_command)
 jobs_command.add_command(store_command)
 jobs_command.add_command(schedules_command)
+jobs_command.add_command(job_command)
+jobs_command.add_command(workers_command)
 
 
 @jobs_command.command("enqueue")

@@ -6,6 +6,7 @@ import types
 
 import flask_sqs_jobs
 import flask_sqs_jobs.engine
+import flask_sqs_jobs.store
 import pytest
 
 #: SPEC's top-level names, plus the root of the runtime errors.
@@ -54,11 +55,24 @@ ENGINE = {
     "run_worker",
 }
 
+#: The job store's names.
+STORE = {
+    "DynamoDBStore",
+    "JobRecord",
+    "JobStore",
+    "SQLAlchemyStore",
+    "WorkerRecord",
+}
+
 
 @pytest.mark.parametrize(
     ("module", "documented"),
-    [(flask_sqs_jobs, TOP_LEVEL), (flask_sqs_jobs.engine, ENGINE)],
-    ids=["flask_sqs_jobs", "flask_sqs_jobs.engine"],
+    [
+        (flask_sqs_jobs, TOP_LEVEL),
+        (flask_sqs_jobs.engine, ENGINE),
+        (flask_sqs_jobs.store, STORE),
+    ],
+    ids=["flask_sqs_jobs", "flask_sqs_jobs.engine", "flask_sqs_jobs.store"],
 )
 def test_all_is_exactly_the_documented_names(
     module: types.ModuleType, documented: set[str]

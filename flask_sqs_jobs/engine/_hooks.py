@@ -36,6 +36,9 @@ class Hooks:
     def job_started(self, job: Job) -> None:
         """Called right before the handler runs."""
 
+    def job_succeeded(self, job: Job, result: object) -> None:
+        """Called with the handler's return value, before ``job_finished``."""
+
     def job_finished(
         self,
         job: Job,
@@ -76,6 +79,9 @@ class MultiHooks(Hooks):
 
     def job_started(self, job: Job) -> None:
         self._each("job_started", job)
+
+    def job_succeeded(self, job: Job, result: object) -> None:
+        self._each("job_succeeded", job, result)
 
     def job_finished(
         self,

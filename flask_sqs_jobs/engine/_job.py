@@ -84,3 +84,16 @@ class Job:
 
             raise RuntimeError(NO_SESSIONS)
         return self._session.get()
+
+    def set_progress(self, fraction: float, message: str | None = None) -> None:
+        """Record how far the running job is: ``fraction`` from 0 to 1.
+
+        Updates the job's record when job records are on (a store is
+        configured); otherwise does nothing. ``message`` (optional) is kept
+        escaped and cut to 500 characters.
+
+        :raises ValueError: ``fraction`` is not a finite number from 0 to 1.
+        """
+        from ._progress import report_progress
+
+        report_progress(self, fraction, message)

@@ -3,7 +3,8 @@
 Series: ``sqs_jobs_jobs_total{queue,job_type,outcome}``,
 ``sqs_jobs_job_duration_seconds{queue,job_type}`` (histogram),
 ``sqs_jobs_receive_errors_total{queue}``, ``sqs_jobs_busy_slots``,
-``sqs_jobs_last_receive_age_seconds`` and ``sqs_jobs_schedule_ticks_total{schedule}``.
+``sqs_jobs_last_receive_age_seconds``, ``sqs_jobs_schedule_ticks_total{schedule}`` and
+``sqs_jobs_store_errors_total{part}`` (failed job-store writes of this process).
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         ' pip install "flask-sqs-jobs[metrics]"'
     ) from exc
 
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
 from ._hooks import Hooks
 from ._job import Job
 from ._outcome import Outcome
+from ._store_errors import store_error_counts
 
 if t.TYPE_CHECKING:
     from ._worker import JobWorker
@@ -95,6 +100,8 @@ class PrometheusMetrics(Hooks):
             registry=self.registry,
         )
 
+        self.registry.register(_StoreErrors())
+
     def bind(self, worker: JobWorker) -> None:
         """Read the gauges from ``worker`` at each scrape."""
         self.busy_slots.set_function(lambda: worker.busy_slots)
@@ -121,3 +128,17 @@ class PrometheusMetrics(Hooks):
 
     def schedule_fired(self, schedule: str) -> None:
         self.schedule_ticks.labels(schedule).inc()
+
+
+class _StoreErrors(Collector):
+    """``sqs_jobs_store_errors_total{part}``, read from the process-wide counts."""
+
+    def collect(self) -> t.Iterable[prometheus_client.Metric]:
+        family = CounterMetricFamily(
+            "sqs_jobs_store_errors",
+            "Failed job-store writes (job records, workers); the jobs went on.",
+            labels=["part"],
+        )
+        for part, count in sorted(store_error_counts().items()):
+            family.add_metric([part], count)
+        yield family

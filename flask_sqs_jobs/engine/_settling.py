@@ -295,6 +295,8 @@ class Settler:
         assert ran.job is not None
         # The scope closes with the final verdict's exception (none on success).
         ran.outcome, ran.exception = result.outcome, exc
+        if result.outcome is Outcome.SUCCESS:
+            call_hook("job_succeeded", self._hooks.job_succeeded, ran.job, ran.result)
         call_hook(
             "job_finished",
             self._hooks.job_finished,

@@ -13,12 +13,20 @@ from __future__ import annotations
 import typing as t
 
 from ._base import JobStore
+from ._records import JobRecord
+from ._records import WorkerRecord
 
 if t.TYPE_CHECKING:
     from ._dynamodb import DynamoDBStore
     from ._sqlalchemy import SQLAlchemyStore
 
-__all__ = ["DynamoDBStore", "JobStore", "SQLAlchemyStore"]
+__all__ = [
+    "DynamoDBStore",
+    "JobRecord",
+    "JobStore",
+    "SQLAlchemyStore",
+    "WorkerRecord",
+]
 
 
 def __getattr__(name: str) -> t.Any:

@@ -7,6 +7,8 @@ import typing as t
 
 if t.TYPE_CHECKING:
     from ..engine._idempotency_store import IdempotencyKeys
+    from ._records import JobRecords
+    from ._records import WorkerRegistry
 
 
 class JobStore(abc.ABC):
@@ -40,3 +42,16 @@ class JobStore(abc.ABC):
     def describe(self) -> str:
         """Where the store lives, without credentials, for logs and the CLI."""
         return self.kind
+
+    def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        """The store's job records (statuses, results, progress).
+
+        :param retention_seconds: how long a record is kept after its last
+            write, where the store expires records itself (DynamoDB's TTL);
+            SQL stores are pruned by the workers instead.
+        """
+        raise NotImplementedError(f"a {self.kind} store keeps no job records")
+
+    def worker_registry(self) -> WorkerRegistry:
+        """The store's registry of live workers."""
+        raise NotImplementedError(f"a {self.kind} store keeps no worker registry")

@@ -11,6 +11,8 @@ from ._base import JobStore
 
 if t.TYPE_CHECKING:
     from ._dynamodb_idempotency import DynamoDBIdempotencyKeys
+    from ._records import JobRecords
+    from ._records import WorkerRegistry
 
 #: The table's key attributes: ``pk`` (what the item is about, e.g.
 #: ``idem#<key>``) and ``sk`` (which part of it).
@@ -83,6 +85,16 @@ class DynamoDBStore(JobStore):
         from ._dynamodb_idempotency import DynamoDBIdempotencyKeys
 
         return DynamoDBIdempotencyKeys(self.client, self.table_name)
+
+    def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        from ._dynamodb_records import DynamoDBJobRecords
+
+        return DynamoDBJobRecords(self.client, self.table_name, retention_seconds)
+
+    def worker_registry(self) -> WorkerRegistry:
+        from ._dynamodb_workers import DynamoDBWorkerRegistry
+
+        return DynamoDBWorkerRegistry(self.client, self.table_name)
 
     def describe(self) -> str:
         return f"dynamodb table {self.table_name}"

@@ -20,6 +20,10 @@ from . import _tables
 from ._base import JobStore
 from ._sql_idempotency import SQLIdempotencyKeys
 
+if t.TYPE_CHECKING:
+    from ._records import JobRecords
+    from ._records import WorkerRegistry
+
 #: How long SQLite waits for another writer's lock before failing (ms).
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -92,6 +96,16 @@ class SQLAlchemyStore(JobStore):
             f"{name}: {'exists, unchanged' if name in existing else 'created'}"
             for name in self.metadata.tables
         ]
+
+    def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        from ._sql_records import SQLJobRecords
+
+        return SQLJobRecords(self.engine)
+
+    def worker_registry(self) -> WorkerRegistry:
+        from ._sql_records import SQLWorkerRegistry
+
+        return SQLWorkerRegistry(self.engine)
 
     def close(self) -> None:
         if self._engine is not None and self._db is None:

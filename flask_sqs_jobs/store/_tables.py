@@ -102,3 +102,49 @@ schedule_ticks = sa.Table(
     sa.Column("job_id", sa.String(128), nullable=False),
     sa.Column("claimed_at", UTCDateTime(), nullable=False),
 )
+
+#: One row per job: its latest status, times, result and progress.
+jobs = sa.Table(
+    "sqs_jobs_jobs",
+    metadata,
+    sa.Column("job_id", sa.String(128), primary_key=True),
+    sa.Column("job_type", sa.String(255), nullable=False),
+    #: The logical queue name.
+    sa.Column("queue", sa.String(255), nullable=False),
+    #: ``queued``, ``running``, ``succeeded``, ``retrying``, ``failed``,
+    #: ``dead_lettered``, ``deferred`` or ``duplicate``.
+    sa.Column("status", sa.String(16), nullable=False),
+    #: The receive count of the job's latest delivery (0 while queued).
+    sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("enqueued_at", UTCDateTime(), nullable=True),
+    sa.Column("started_at", UTCDateTime(), nullable=True),
+    sa.Column("finished_at", UTCDateTime(), nullable=True),
+    #: The handler's JSON return value, as JSON text.
+    sa.Column("result", sa.Text(), nullable=True),
+    #: ``ErrorType: message`` of the latest failure (bounded, escaped).
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.Column("progress", sa.Float(), nullable=True),
+    sa.Column("progress_message", sa.Text(), nullable=True),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+    sa.Index("sqs_jobs_jobs_updated_at", "updated_at"),
+    sa.Index("sqs_jobs_jobs_status_updated_at", "status", "updated_at"),
+    sa.Index("sqs_jobs_jobs_queue_updated_at", "queue", "updated_at"),
+)
+
+#: Live workers, each refreshed every 15 seconds and removed on a graceful stop.
+workers = sa.Table(
+    "sqs_jobs_workers",
+    metadata,
+    #: ``host:pid:random``.
+    sa.Column("worker_id", sa.String(255), primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer(), nullable=False),
+    #: The logical queue names it polls, as a JSON list.
+    sa.Column("queues", sa.Text(), nullable=False),
+    sa.Column("concurrency", sa.Integer(), nullable=False),
+    sa.Column("busy_slots", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("started_at", UTCDateTime(), nullable=False),
+    sa.Column("last_seen_at", UTCDateTime(), nullable=False),
+    #: The flask-sqs-jobs version it runs.
+    sa.Column("version", sa.String(64), nullable=False),
+)

@@ -1,0 +1,24 @@
+"""Reading job records for ``jobs.get_job`` and the CLI."""
+
+from __future__ import annotations
+
+from ._recording import recorder_of
+from .engine._hooks import Hooks
+from .engine._job_ids import is_job_id
+from .store._base import JobStore
+from .store._records import JobRecord
+
+#: How long ``get_job`` waits for this process's own queued writes.
+FLUSH_TIMEOUT = 1.0
+
+
+def get_job(store: JobStore, hooks: Hooks, job_id: str) -> JobRecord | None:
+    """``job_id``'s record, after this process's pending writes (briefly awaited)."""
+    if not isinstance(job_id, str):
+        raise TypeError(f"job_id must be a str; got {type(job_id).__name__}")
+    if not is_job_id(job_id):
+        return None
+    recorder = recorder_of(hooks)
+    if recorder is not None:
+        recorder.writer.flush(FLUSH_TIMEOUT)
+    return store.job_records().get(job_id)

@@ -1,0 +1,251 @@
+"""Job records and live workers: what the stores keep, and how they are written.
+
+A job's record is written once per transition (queued, running, then how the
+attempt ended) by an upsert that never moves the record backwards: writes
+from several processes may arrive out of order (the web process's ``queued``
+after the worker's ``running``), so each write carries the attempt and the
+status, and a store applies it only when it is not older than what it holds.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import datetime as dt
+import typing as t
+
+#: Every status a record can have.
+QUEUED = "queued"
+RUNNING = "running"
+SUCCEEDED = "succeeded"
+RETRYING = "retrying"
+FAILED = "failed"
+DEAD_LETTERED = "dead_lettered"
+DEFERRED = "deferred"
+DUPLICATE = "duplicate"
+STATUSES = (
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    RETRYING,
+    FAILED,
+    DEAD_LETTERED,
+    DEFERRED,
+    DUPLICATE,
+)
+
+#: The order of the statuses within one attempt. An attempt's end (rank 3)
+#: outranks its start, which outranks a deferral and the enqueue.
+STATUS_RANK = {
+    QUEUED: 0,
+    DEFERRED: 1,
+    RUNNING: 2,
+    SUCCEEDED: 3,
+    RETRYING: 3,
+    FAILED: 3,
+    DEAD_LETTERED: 3,
+    DUPLICATE: 3,
+}
+#: A job in one of these statuses is sent again with a fresh receive count
+#: (deferral re-sends it, a redrive moves it back): a new delivery's
+#: ``running`` or ``deferred`` applies whatever its attempt.
+RESTARTING = frozenset({DEFERRED, DEAD_LETTERED})
+RESTARTS = frozenset({RUNNING, DEFERRED})
+
+#: A progress update: changes ``progress`` and ``progress_message`` only.
+PROGRESS = "progress"
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRecord:
+    """What a store knows about one job (``jobs.get_job(job_id)``)."""
+
+    job_id: str
+    job_type: str
+    #: The logical queue name.
+    queue: str
+    #: One of ``queued``, ``running``, ``succeeded``, ``retrying``, ``failed``,
+    #: ``dead_lettered``, ``deferred``, ``duplicate``.
+    status: str
+    #: The receive count of the job's latest delivery (0 while queued).
+    attempts: int
+    enqueued_at: dt.datetime | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    #: The handler's JSON return value (on success).
+    result: t.Any
+    #: ``ErrorType: message`` of the latest failure.
+    error: str | None
+    #: The fraction done, 0..1, from ``current_job.set_progress``.
+    progress: float | None
+    progress_message: str | None = None
+    updated_at: dt.datetime | None = None
+
+    def as_dict(self) -> dict[str, t.Any]:
+        """The record as JSON-ready values (times in ISO 8601)."""
+        return _json_dict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerRecord:
+    """One worker process, as it registered itself."""
+
+    #: ``host:pid:random``.
+    worker_id: str
+    host: str
+    pid: int
+    #: The logical queue names it polls.
+    queues: tuple[str, ...]
+    concurrency: int
+    busy_slots: int
+    started_at: dt.datetime
+    last_seen_at: dt.datetime
+    #: The flask-sqs-jobs version it runs.
+    version: str
+
+    def is_lost(self, now: dt.datetime, stale_after: float) -> bool:
+        """Whether it has not refreshed its row for ``stale_after`` seconds."""
+        return (now - self.last_seen_at).total_seconds() > stale_after
+
+    def as_dict(self) -> dict[str, t.Any]:
+        """The record as JSON-ready values (times in ISO 8601)."""
+        return _json_dict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobEvent:
+    """One write to a job's record: a transition, or a progress update."""
+
+    job_id: str
+    job_type: str
+    queue: str
+    #: The new status, or :data:`PROGRESS` for a progress update.
+    status: str
+    attempts: int
+    #: When it happened (the record's ``updated_at``).
+    at: dt.datetime
+    enqueued_at: dt.datetime | None = None
+    started_at: dt.datetime | None = None
+    finished_at: dt.datetime | None = None
+    #: The result as JSON text.
+    result: str | None = None
+    error: str | None = None
+    progress: float | None = None
+    progress_message: str | None = None
+    #: Set on events folded into one (:func:`merge_events`) whose first
+    #: applies over a deferred or dead-lettered record.
+    restarted: bool = False
+
+    @property
+    def may_restart(self) -> bool:
+        """Whether it applies over a deferred or dead-lettered record, whatever
+        its attempt: a new delivery's ``running`` or ``deferred``."""
+        return self.status in RESTARTS or self.restarted
+
+    @property
+    def written_status(self) -> str:
+        """The status the record has after this write."""
+        return RUNNING if self.status == PROGRESS else self.status
+
+
+class JobRecords(t.Protocol):
+    """The job records of a store (``store.job_records()``)."""
+
+    def write(self, events: cabc.Sequence[JobEvent]) -> None:
+        """Apply ``events`` in order, each an upsert that never goes backwards."""
+
+    def get(self, job_id: str) -> JobRecord | None:
+        """The record of ``job_id``, or None."""
+
+    def recent(
+        self, limit: int = 50, *, status: str | None = None, queue: str | None = None
+    ) -> list[JobRecord]:
+        """The most recently updated records, newest first."""
+
+    def prune(self, older_than: dt.datetime) -> int:
+        """Delete records not updated since ``older_than``; return how many."""
+
+
+class WorkerRegistry(t.Protocol):
+    """The live workers of a store (``store.worker_registry()``)."""
+
+    def register(self, worker: WorkerRecord) -> None:
+        """Add or replace ``worker``'s row."""
+
+    def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
+        """Update ``last_seen_at`` and ``busy_slots``; False when the row is gone."""
+
+    def remove(self, worker_id: str) -> None:
+        """Delete ``worker_id``'s row (a graceful stop)."""
+
+    def list(self) -> list[WorkerRecord]:
+        """Every registered worker, lost ones included, oldest first."""
+
+
+def merge_events(events: cabc.Iterable[JobEvent]) -> list[JobEvent]:
+    """Fold a batch of in-order events into one per job, as the store would apply them.
+
+    A worker's ``queued``, ``running`` and ``succeeded`` of one job that
+    wait in the same batch then cost one write instead of three.
+    """
+    latest: dict[str, JobEvent] = {}
+    for event in events:
+        before = latest.get(event.job_id)
+        latest[event.job_id] = event if before is None else _fold(before, event)
+    return list(latest.values())
+
+
+def applies(new: JobEvent, old: JobEvent) -> bool:
+    """Whether ``new`` is not older than ``old``: the stores' write condition."""
+    if new.may_restart and old.written_status in RESTARTING:
+        return True
+    return (new.attempts, STATUS_RANK[new.written_status]) >= (
+        old.attempts,
+        STATUS_RANK[old.written_status],
+    )
+
+
+def _fold(old: JobEvent, new: JobEvent) -> JobEvent:
+    if new.status == PROGRESS:
+        if old.written_status == RUNNING:
+            return dataclasses.replace(
+                old,
+                progress=new.progress,
+                progress_message=new.progress_message,
+                at=new.at,
+            )
+        return new if STATUS_RANK[old.status] < STATUS_RANK[RUNNING] else old
+    if not applies(new, old):
+        return old
+    changes: dict[str, t.Any] = {"enqueued_at": new.enqueued_at or old.enqueued_at}
+    if new.attempts == old.attempts and old.may_restart:
+        changes["restarted"] = True
+    if new.status != RUNNING and new.attempts == old.attempts:
+        changes["started_at"] = old.started_at or new.started_at
+        if new.progress is None:
+            changes["progress"] = old.progress
+            changes["progress_message"] = old.progress_message
+    return dataclasses.replace(new, **changes)
+
+
+def check_status(status: str | None) -> None:
+    """Refuse a status filter that no record can have."""
+    if status is not None and status not in STATUSES:
+        raise ValueError(
+            f"unknown job status {status!r}; use one of {', '.join(STATUSES)}"
+        )
+
+
+def _json_dict(record: JobRecord | WorkerRecord) -> dict[str, t.Any]:
+    return {
+        field.name: _json_value(getattr(record, field.name))
+        for field in dataclasses.fields(record)
+    }
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, tuple):
+        return list(value)
+    return value

@@ -1,0 +1,57 @@
+"""Stores for the record tests: SQLite, PostgreSQL and DynamoDB (moto_server)."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import pathlib
+import uuid
+
+import boto3
+import pytest
+from flask_sqs_jobs.store import DynamoDBStore
+from flask_sqs_jobs.store import JobStore
+from flask_sqs_jobs.store import SQLAlchemyStore
+
+from tests.integration.servers import moto_server
+
+
+@pytest.fixture(scope="session")
+def dynamodb_endpoint(tmp_path_factory: pytest.TempPathFactory) -> cabc.Iterator[str]:
+    """A real ``moto_server`` for this test process, serving DynamoDB."""
+    log = pathlib.Path(tmp_path_factory.mktemp("moto")) / "moto_server.log"
+    with moto_server(log) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def dynamodb_store(dynamodb_endpoint: str) -> DynamoDBStore:
+    """A DynamoDBStore with a fresh table of its own."""
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=dynamodb_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    store = DynamoDBStore(f"jobs-{uuid.uuid4().hex[:12]}", boto_client=client)
+    store.create_tables()
+    return store
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "dynamodb"])
+def store(
+    request: pytest.FixtureRequest, tmp_path: pathlib.Path
+) -> cabc.Iterator[JobStore]:
+    """A fresh store with its tables, of each kind."""
+    if request.param == "dynamodb":
+        yield request.getfixturevalue("dynamodb_store")
+        return
+    url = (
+        f"sqlite:///{tmp_path / 'jobs.db'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    sql = SQLAlchemyStore(url)
+    sql.create_tables()
+    yield sql
+    sql.close()

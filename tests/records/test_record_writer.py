@@ -1,0 +1,53 @@
+"""The writer thread: a stuck or slow store never holds a job up."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import threading
+import typing as t
+
+from flask_sqs_jobs._record_writer import RecordWriter
+from flask_sqs_jobs.engine._store_errors import store_error_counts
+from flask_sqs_jobs.store._records import JobEvent
+
+if t.TYPE_CHECKING:
+    from structlog.typing import EventDict
+
+
+class StuckRecords:
+    """Records whose first write blocks until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.written: list[str] = []
+
+    def write(self, events: cabc.Sequence[JobEvent]) -> None:
+        self.entered.set()
+        assert self.release.wait(30), "never released"
+        self.written.extend(e.job_id for e in events)
+
+
+def event(n: int) -> JobEvent:
+    return JobEvent(f"j-{n}", "t", "default", "queued", 0, dt.datetime.now(dt.UTC))
+
+
+def test_a_full_queue_drops_new_writes_and_counts_them(
+    log_events: list[EventDict],
+) -> None:
+    records = StuckRecords()
+    writer = RecordWriter(lambda: t.cast(t.Any, records), max_pending=3)
+    before = store_error_counts().get("job_records", 0)
+    writer.submit(event(0))
+    assert records.entered.wait(10)
+    # The writer holds event 0; three more fill the queue; the rest are dropped.
+    for n in range(1, 9):
+        writer.submit(event(n))
+    assert store_error_counts().get("job_records", 0) - before == 5
+    assert not writer.flush(timeout=0.01)
+    records.release.set()
+    assert writer.flush(timeout=10)
+    assert records.written == ["j-0", "j-1", "j-2", "j-3"]
+    [dropped] = [e for e in log_events if e["event"] == "job_record_failed"]
+    assert (dropped["error_type"], dropped["writes"]) == ("QueueFull", 1)
