@@ -56,6 +56,8 @@ class Config:
     schedule_group: str = "flask-sqs-jobs"
     #: ``SQS_JOBS_SCHEDULER_ROLE_ARN``: the role EventBridge Scheduler sends as.
     scheduler_role_arn: str | None = None
+    #: ``SQS_JOBS_DASHBOARD_SHOW_PAYLOADS``: the dashboard shows payloads and results.
+    dashboard_show_payloads: bool = True
 
 
 _KEYS = {
@@ -104,6 +106,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         scheduler=_scheduler(config.get(f"{PREFIX}SCHEDULER", "embedded")),
         schedule_group=_optional_str(config, "SCHEDULE_GROUP") or "flask-sqs-jobs",
         scheduler_role_arn=_optional_str(config, "SCHEDULER_ROLE_ARN"),
+        dashboard_show_payloads=_bool(config, "DASHBOARD_SHOW_PAYLOADS", default=True),
     )
 
 
@@ -234,8 +237,10 @@ def _header(value: object) -> str:
     return value
 
 
-def _bool(config: cabc.Mapping[str, t.Any], name: str) -> bool:
-    value = config.get(f"{PREFIX}{name}", False)
+def _bool(
+    config: cabc.Mapping[str, t.Any], name: str, *, default: bool = False
+) -> bool:
+    value = config.get(f"{PREFIX}{name}", default)
     if not isinstance(value, bool):
         raise TypeError(f"{PREFIX}{name} must be True or False; got {value!r}")
     return value

@@ -24,6 +24,7 @@ from ._cli_dlq import dlq_command
 from ._cli_schedules import schedules_command
 from ._cli_store import store_command
 from ._cli_worker import worker_command as worker_command
+from .dashboard._serve import dashboard_command
 from .engine._exceptions import QueueNotFoundError
 from .engine._inspection import counts
 
@@ -125,6 +126,7 @@ _COUNTS = ("visible", "in_flight", "delayed")
 jobs_command.add_command(dlq_command)
 jobs_command.add_command(store_command)
 jobs_command.add_command(schedules_command)
+jobs_command.add_command(dashboard_command)
 
 
 @jobs_command.command("enqueue")
