@@ -28,6 +28,7 @@ from ._dead_letters import delete_selected
 from ._dead_letters import redrive_all
 from ._dead_letters import redrive_selected
 from ._security import check_csrf
+from ._security import csrf_token
 from ._security import CsrfError
 from ._store_views import throughput
 from ._store_views import Unavailable
@@ -149,6 +150,8 @@ def dead_letters_data(
         "limit": limit,
         "payloads_shown": dashboard.show_payloads(),
         "dead_letters": [],
+        # For scripts: the token of this session, as the page's forms carry it.
+        "csrf_token": csrf_token(),
     }
     if dlq is None:
         return data

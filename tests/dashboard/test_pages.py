@@ -117,6 +117,7 @@ def test_dead_letters_answer_json(
         "limit",
         "payloads_shown",
         "dead_letters",
+        "csrf_token",
     }
     (letter,) = data["dead_letters"]
     assert letter["message_id"] == message_id

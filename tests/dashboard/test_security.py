@@ -161,6 +161,24 @@ def test_without_secret_key_actions_are_refused_with_the_reason(
     assert message_count(sqs, queues.dead_letters) == 1
 
 
+def test_a_script_may_send_the_token_from_the_json_answer_in_a_header(
+    client: FlaskClient, sqs: SQSClient, queues: Queues
+) -> None:
+    dead_letter(sqs, queues.dead_letters)
+    token = client.get("/jobs/queues/default/dead-letters", headers=JSON).get_json()[
+        "csrf_token"
+    ]
+
+    response = client.post(
+        "/jobs/queues/default/dead-letters",
+        data={"action": "delete", "scope": "all", "confirmed": "yes"},
+        headers={**JSON, "X-CSRF-Token": token},
+    )
+
+    assert response.get_json()["done"] == 1
+    assert message_count(sqs, queues.dead_letters) == 0
+
+
 def test_get_never_changes_state(
     client: FlaskClient, sqs: SQSClient, queues: Queues
 ) -> None:

@@ -15,6 +15,7 @@ import typing as t
 
 import pytest
 from flask import Flask
+from flask_sqs_jobs.dashboard._security import CONTENT_SECURITY_POLICY
 from werkzeug.serving import make_server
 
 from tests.dashboard.fake_store import FakeStore
@@ -85,6 +86,17 @@ def served(
     def nightly_report(payload: dict[str, t.Any]) -> None: ...
 
     app.register_blueprint(jobs.dashboard(authorize=lambda: True), url_prefix="/jobs")
+
+    @app.get("/csp-probe")
+    def csp_probe() -> t.Any:
+        # An inline script under the dashboard's policy: the browser must refuse
+        # it and say so on the console, or console_errors would prove nothing.
+        page = (
+            '<!doctype html><title>probe</title><link rel="icon" href="data:,">'
+            "<script>document.title='x'</script>"
+        )
+        return page, 200, {"Content-Security-Policy": CONTENT_SECURITY_POLICY}
+
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -160,6 +172,11 @@ def test_redrive_through_the_browser(
     _dead_letters(sqs_client, dlq)
     folder = screenshot_folder(tmp_path)
     with chromium(monkeypatch) as driver:
+        driver.get(base.removesuffix("/jobs") + "/csp-probe")
+        refused = console_errors(driver)
+        assert any("Content Security Policy" in entry for entry in refused), refused
+        assert driver.title == "probe"
+
         _visit(driver, f"{base}/", folder, "queues")
         assert (
             driver.find_element(By.CSS_SELECTOR, '[data-field="dead_letter"]').text
