@@ -153,3 +153,33 @@ def test_a_store_without_records_says_not_available(
 
     assert jobs_note == "not available: this job store keeps no job records"
     assert workers_note == "not available: this job store keeps no worker registry"
+
+
+def test_schedules_show_the_last_fire_the_store_knows(
+    make_dashboard_app: MakeDashboardApp,
+    sqs: SQSClient,
+    store: FakeStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("cronsim")
+    from flask_sqs_jobs import _scheduler
+
+    fired = dt.datetime(2026, 12, 1, 2, 0, tzinfo=dt.UTC)
+
+    class Claims:
+        def last_fired(self, schedule: t.Any) -> dt.datetime | None:
+            return fired if schedule.name == "nightly" else None
+
+    monkeypatch.setattr(_scheduler, "claims_for", lambda app, jobs: Claims())
+    jobs = RecordingJobs(boto_client=sqs, store=store)
+    jobs.schedule("nightly", cron="0 3 * * *", job_type="report")
+    jobs.schedule("hourly", cron="0 * * * *", job_type="report")
+    client = make_dashboard_app(jobs=jobs).test_client()
+
+    data = client.get("/jobs/schedules", headers=JSON).get_json()
+    page = client.get("/jobs/schedules").get_data(as_text=True)
+
+    last = {s["name"]: s["last_fired"] for s in data["schedules"]}
+    assert last == {"nightly": "2026-12-01T02:00:00Z", "hourly": None}
+    assert "2026-12-01 02:00" in page
+    assert "unknown" in page
