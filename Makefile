@@ -49,6 +49,11 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.idempotency
 	$(BIN)/python -m bench.records
 
+## make dashboard-screenshots: the browser tier, writing docs/_static/dashboard/*.png
+dashboard-screenshots: $(STAMP)
+	SQS_JOBS_SCREENSHOTS=docs/_static/dashboard $(BIN)/python -m pytest \
+		tests/integration/test_dashboard_browser.py -p no:randomly -q
+
 ## make docs: the HTML documentation in docs/_build/html; any warning fails the build
 docs: $(VENV)/.docs-installed
 	$(BIN)/sphinx-build -E -W -b html docs docs/_build/html
@@ -59,7 +64,7 @@ $(VENV)/.docs-installed: $(STAMP)
 
 ## make faults: the fault-injection tier in full, ~15 min (docs/reliability.md)
 ## make faults-short: a few minutes of the same tier; CI runs it after make test
-.PHONY: faults faults-short
+.PHONY: faults faults-short dashboard-screenshots
 FAULTS_ARGS ?=
 MINISTACK_VENV := .venv-ministack
 

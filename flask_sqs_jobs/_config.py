@@ -62,6 +62,8 @@ class Config:
     record_jobs: bool = True
     #: ``SQS_JOBS_RECORD_RETENTION_SECONDS``: how long workers keep job records.
     record_retention_seconds: int = 604800
+    #: ``SQS_JOBS_DASHBOARD_SHOW_PAYLOADS``: the dashboard shows payloads and results.
+    dashboard_show_payloads: bool = True
 
 
 _KEYS = {
@@ -115,6 +117,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         record_retention_seconds=_positive_int(
             config, "RECORD_RETENTION_SECONDS", 604800
         ),
+        dashboard_show_payloads=_bool(config, "DASHBOARD_SHOW_PAYLOADS", default=True),
     )
 
 

@@ -9,6 +9,7 @@ import threading
 import typing as t
 import weakref
 
+from flask import Blueprint
 from flask import current_app
 from flask import Flask
 from flask import Response
@@ -250,6 +251,22 @@ class SQSJobs(TaskRegistry):
             payload=payload,
             catch_up=catch_up,
         )
+
+    def dashboard(
+        self,
+        authorize: cabc.Callable[[], object] | None = None,
+        *,
+        allow_anonymous: bool = False,
+    ) -> Blueprint:
+        """A blueprint of the operators' dashboard; register it under a prefix.
+
+        ``authorize()`` is called on every request: False answers 403. Without
+        it this raises ``ValueError`` unless ``allow_anonymous=True``. See
+        ``docs/dashboard.md``.
+        """
+        from .dashboard import make_dashboard
+
+        return make_dashboard(self, authorize, allow_anonymous=allow_anonymous)
 
     # -- per-app state --------------------------------------------------------
 

@@ -26,6 +26,7 @@ from ._cli_records import workers_command
 from ._cli_schedules import schedules_command
 from ._cli_store import store_command
 from ._cli_worker import worker_command as worker_command
+from .dashboard._serve import dashboard_command
 from .engine._exceptions import QueueNotFoundError
 from .engine._inspection import counts
 
@@ -129,6 +130,7 @@ jobs_command.add_command(store_command)
 jobs_command.add_command(schedules_command)
 jobs_command.add_command(job_command)
 jobs_command.add_command(workers_command)
+jobs_command.add_command(dashboard_command)
 
 
 @jobs_command.command("enqueue")

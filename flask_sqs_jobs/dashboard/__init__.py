@@ -1,0 +1,14 @@
+"""The operators' dashboard: a Flask blueprint built by :meth:`SQSJobs.dashboard`.
+
+See ``docs/dashboard.md``. The modules: ``_blueprint`` (the blueprint and how
+pages answer), ``_security`` (authorize, CSRF, headers), ``_views_queues``
+and ``_dead_letters`` (queues, dead letters, redrive and delete),
+``_views_store`` and ``_store_views`` (what a store adds; schedules),
+``_charts``, ``_serve`` (``flask sqs-jobs dashboard``).
+"""
+
+from __future__ import annotations
+
+from ._blueprint import make_dashboard
+
+__all__ = ["make_dashboard"]

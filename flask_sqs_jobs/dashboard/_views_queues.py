@@ -1,0 +1,241 @@
+"""The queues page and a queue's dead letters, with redrive and delete."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import typing as t
+
+import structlog
+from botocore.exceptions import BotoCoreError
+from botocore.exceptions import ClientError
+from flask import abort
+from flask import Blueprint
+from flask import request
+
+from .._config import AWSSetupError
+from ..engine._exceptions import QueueNotFoundError
+from ..engine._inspection import counts
+from ..engine._inspection import dead_letter_queue
+from ..engine._inspection import describe_dead_letter
+from ..engine._inspection import peek
+from ._blueprint import Dashboard
+from ._blueprint import respond
+from ._charts import chart
+from ._dead_letters import ActionResult
+from ._dead_letters import delete_all
+from ._dead_letters import delete_selected
+from ._dead_letters import redrive_all
+from ._dead_letters import redrive_selected
+from ._security import check_csrf
+from ._security import csrf_token
+from ._security import CsrfError
+from ._store_views import throughput
+from ._store_views import Unavailable
+
+if t.TYPE_CHECKING:
+    from ..engine._queue import SqsQueue
+
+log = structlog.get_logger(__name__)
+
+#: What a failed SQS call raises: shown on the page, never a crash.
+SQS_ERRORS = (BotoCoreError, ClientError, QueueNotFoundError, AWSSetupError)
+#: Dead letters shown by default, and at most.
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+#: Characters of a body or payload shown.
+PREVIEW_CHARS = 2000
+ACTIONS = ("redrive", "delete")
+SCOPES = ("selected", "all")
+MAX_MESSAGE_ID = 128
+
+
+def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
+    """Add the queue pages to ``blueprint``."""
+
+    @blueprint.get("/")
+    def queues() -> t.Any:
+        return respond("queues.html", queues_data(dashboard))
+
+    @blueprint.get("/queues/<name>/dead-letters")
+    def dead_letters(name: str) -> t.Any:
+        limit = request.args.get("limit", DEFAULT_LIMIT, type=int)
+        limit = max(1, min(MAX_LIMIT, limit or DEFAULT_LIMIT))
+        queue = _configured(dashboard, name)
+        try:
+            return respond(
+                "dead_letters.html", dead_letters_data(dashboard, name, queue, limit)
+            )
+        except SQS_ERRORS as exc:
+            return _sqs_failed(exc)
+
+    @blueprint.post("/queues/<name>/dead-letters")
+    def dead_letter_action(name: str) -> t.Any:
+        queue = _configured(dashboard, name)
+        try:
+            check_csrf()
+        except CsrfError as exc:
+            return respond("error.html", _error("Bad Request", str(exc), 400), 400)
+        action = request.form.get("action", "")
+        scope = request.form.get("scope", "")
+        message_ids = request.form.getlist("message_id")
+        problem = _check_action(action, scope, message_ids)
+        if problem:
+            return respond("error.html", _error("Bad Request", problem, 400), 400)
+        order = {
+            "queue": name,
+            "action": action,
+            "scope": scope,
+            "message_ids": message_ids if scope == "selected" else [],
+        }
+        if request.form.get("confirmed") != "yes":
+            return respond("confirm.html", {**order, "confirmed": False})
+        try:
+            result = _perform(queue, action, scope, message_ids)
+        except SQS_ERRORS as exc:
+            log.warning("dashboard_action_failed", queue=name, action=action)
+            return _sqs_failed(
+                exc,
+                "No dead letter was deleted before it was sent again: what was not"
+                " done is still in the dead-letter queue.",
+            )
+        log.info("dashboard_action", queue=name, action=action, **result.as_dict())
+        return respond("result.html", {**order, "confirmed": True, **result.as_dict()})
+
+
+def queues_data(dashboard: Dashboard) -> dict[str, t.Any]:
+    """Counts per queue and its DLQ, and the last hour's charts with a store."""
+    app, jobs = dashboard.app(), dashboard.jobs
+    names = list(jobs.config(app).queues)
+    rows = []
+    for name in names:
+        entry: dict[str, t.Any] = {"queue": name, "error": None, "dead_letter": None}
+        try:
+            queue = jobs.queues(app).queue(name)
+            entry.update(counts(queue).as_dict())
+            dlq = dead_letter_queue(queue)
+            if dlq is not None:
+                entry["dead_letter"] = counts(dlq).as_dict()
+        except SQS_ERRORS as exc:
+            entry["error"] = f"SQS call failed: {exc}"
+        rows.append(entry)
+    data: dict[str, t.Any] = {
+        "queues": rows,
+        "store": jobs.has_store(app),
+        "throughput": None,
+        "throughput_note": None,
+        "generated_at": dt.datetime.now(dt.UTC),
+    }
+    try:
+        found = throughput(jobs, app, names, data["generated_at"])
+    except Unavailable as exc:
+        data["throughput_note"] = str(exc)
+    else:
+        data["throughput"] = found.as_dict()
+        data["charts"] = {
+            name: chart(found.succeeded[name], found.failed[name]) for name in names
+        }
+    return data
+
+
+def dead_letters_data(
+    dashboard: Dashboard, name: str, queue: SqsQueue, limit: int
+) -> dict[str, t.Any]:
+    """A queue's dead letters, peeked (made visible again at once, never deleted)."""
+    dlq = dead_letter_queue(queue)
+    data: dict[str, t.Any] = {
+        "queue": name,
+        "dead_letter_queue": None,
+        "counts": None,
+        "limit": limit,
+        "payloads_shown": dashboard.show_payloads(),
+        "dead_letters": [],
+        # For scripts: the token of this session, as the page's forms carry it.
+        "csrf_token": csrf_token(),
+    }
+    if dlq is None:
+        return data
+    data["dead_letter_queue"] = dlq.url
+    data["counts"] = counts(dlq).as_dict()
+    letters = [describe_dead_letter(message) for message in peek(dlq, limit)]
+    data["dead_letters"] = [_letter(x, data["payloads_shown"]) for x in letters]
+    return data
+
+
+def _letter(letter: dict[str, t.Any], show_payloads: bool) -> dict[str, t.Any]:
+    reason = letter["dead_letter"]
+    if reason is not None and not isinstance(reason, dict):
+        reason = {"error": json.dumps(reason)}
+    sent = letter.get("sent_timestamp")
+    entry = {
+        "message_id": letter["message_id"],
+        "job_type": letter["job_type"],
+        "reason": reason,
+        "receive_count": letter["receive_count"],
+        "sent_at": _from_millis(sent),
+        "offloaded_bytes": letter["offloaded_bytes"],
+        "preview": None,
+        "truncated": False,
+    }
+    if show_payloads:
+        if letter["payload"] is not None:
+            text = json.dumps(letter["payload"], indent=2, ensure_ascii=False)
+        else:
+            text = str(letter["body"] or "")
+        entry["preview"] = text[:PREVIEW_CHARS]
+        entry["truncated"] = len(text) > PREVIEW_CHARS
+    return entry
+
+
+def _from_millis(value: object) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromtimestamp(int(str(value)) / 1000, dt.UTC)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _configured(dashboard: Dashboard, name: str) -> SqsQueue:
+    """The configured queue ``name``; a 404 for any other name."""
+    app = dashboard.app()
+    if name not in dashboard.jobs.config(app).queues:
+        abort(404, description="No such queue in SQS_JOBS_QUEUES.")
+    return dashboard.jobs.queues(app).queue(name)
+
+
+def _check_action(action: str, scope: str, message_ids: list[str]) -> str | None:
+    if action not in ACTIONS:
+        return f"action must be one of {', '.join(ACTIONS)}"
+    if scope not in SCOPES:
+        return f"scope must be one of {', '.join(SCOPES)}"
+    if scope == "selected":
+        if not message_ids:
+            return "no dead letter selected: tick at least one, or choose all"
+        if len(message_ids) > MAX_LIMIT:
+            return f"at most {MAX_LIMIT} dead letters can be selected at once"
+        if any(not 0 < len(m) <= MAX_MESSAGE_ID for m in message_ids):
+            return "a selected MessageId is empty or too long"
+    return None
+
+
+def _perform(
+    queue: SqsQueue, action: str, scope: str, message_ids: list[str]
+) -> ActionResult:
+    dlq = dead_letter_queue(queue)
+    if dlq is None:
+        abort(404, description="This queue has no dead-letter queue.")
+    if action == "redrive":
+        if scope == "all":
+            return redrive_all(dlq, queue)
+        return redrive_selected(dlq, queue, message_ids)
+    if scope == "all":
+        return delete_all(dlq)
+    return delete_selected(dlq, message_ids)
+
+
+def _error(name: str, message: str, status: int) -> dict[str, t.Any]:
+    return {"error": name, "message": message, "status": status}
+
+
+def _sqs_failed(exc: Exception, note: str = "") -> t.Any:
+    message = f"SQS call failed: {exc}" + (f" {note}" if note else "")
+    return respond("error.html", _error("Bad Gateway", message, 502), 502)

@@ -1,0 +1,131 @@
+"""The pages a store adds (recent and failed jobs, one job, workers) and schedules."""
+
+from __future__ import annotations
+
+import datetime as dt
+import typing as t
+
+import structlog
+from flask import abort
+from flask import Blueprint
+from flask import request
+
+from ._blueprint import Dashboard
+from ._blueprint import respond
+from ._store_views import live_workers
+from ._store_views import one_job
+from ._store_views import recent_jobs
+from ._store_views import Unavailable
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_JOBS = 50
+MAX_JOBS = 500
+#: How many next runs each schedule shows.
+NEXT_RUNS = 3
+
+
+def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
+    """Add the jobs, workers and schedules pages to ``blueprint``."""
+
+    @blueprint.get("/jobs")
+    def jobs_page() -> t.Any:
+        failed = request.args.get("status") == "failed"
+        limit = request.args.get("limit", DEFAULT_JOBS, type=int)
+        limit = max(1, min(MAX_JOBS, limit or DEFAULT_JOBS))
+        data: dict[str, t.Any] = {
+            "status": "failed" if failed else None,
+            "limit": limit,
+            "jobs": [],
+            "note": None,
+        }
+        try:
+            data["jobs"] = [
+                _hide_result(record, dashboard)
+                for record in recent_jobs(
+                    dashboard.jobs,
+                    dashboard.app(),
+                    limit,
+                    status="failed" if failed else None,
+                )
+            ]
+        except Unavailable as exc:
+            data["note"] = str(exc)
+        return respond("jobs.html", data)
+
+    @blueprint.get("/jobs/<path:job_id>")
+    def job_page(job_id: str) -> t.Any:
+        data: dict[str, t.Any] = {"job_id": job_id, "job": None, "note": None}
+        try:
+            record = one_job(dashboard.jobs, dashboard.app(), job_id)
+        except Unavailable as exc:
+            data["note"] = str(exc)
+            return respond("job.html", data)
+        if record is None:
+            abort(404, description="The store has no record of this job.")
+        data["job"] = _hide_result(record, dashboard)
+        return respond("job.html", data)
+
+    @blueprint.get("/workers")
+    def workers_page() -> t.Any:
+        data: dict[str, t.Any] = {"workers": [], "note": None}
+        try:
+            data["workers"] = live_workers(dashboard.jobs, dashboard.app())
+        except Unavailable as exc:
+            data["note"] = str(exc)
+        return respond("workers.html", data)
+
+    @blueprint.get("/schedules")
+    def schedules_page() -> t.Any:
+        return respond("schedules.html", schedules_data(dashboard))
+
+
+def schedules_data(dashboard: Dashboard) -> dict[str, t.Any]:
+    """Each periodic job with its next runs, and its last fire when the store knows."""
+    app, jobs = dashboard.app(), dashboard.jobs
+    now = dt.datetime.now(dt.UTC)
+    last_fired = _last_fired_reader(dashboard)
+    return {
+        "runs": jobs.config(app).scheduler,
+        "schedules": [
+            {
+                "name": schedule.name,
+                "job_type": schedule.job_type,
+                "queue": schedule.queue,
+                "cron": schedule.cron,
+                "timezone": schedule.timezone,
+                "catch_up": schedule.catch_up,
+                "next": schedule.next_times(NEXT_RUNS, now),
+                "last_fired": last_fired(schedule),
+            }
+            for schedule in jobs.schedules.values()
+        ],
+    }
+
+
+def _last_fired_reader(dashboard: Dashboard) -> t.Callable[[t.Any], t.Any]:
+    app, jobs = dashboard.app(), dashboard.jobs
+    if not jobs.schedules or not jobs.has_store(app):
+        return lambda schedule: None
+    from .._scheduler import claims_for
+
+    try:
+        claims = claims_for(app, jobs)
+    except Exception:
+        log.warning("dashboard_last_fired_unavailable", exc_info=True)
+        return lambda schedule: None
+
+    def read(schedule: t.Any) -> dt.datetime | None:
+        try:
+            return claims.last_fired(schedule)
+        except Exception:
+            log.warning("dashboard_last_fired_failed", schedule=schedule.name)
+            return None
+
+    return read
+
+
+def _hide_result(record: dict[str, t.Any], dashboard: Dashboard) -> dict[str, t.Any]:
+    if dashboard.show_payloads():
+        return record
+    return {**record, "result": None}

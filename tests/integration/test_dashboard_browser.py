@@ -1,0 +1,224 @@
+"""The dashboard in a real browser, served over HTTP, against a real SQS server.
+
+Clicks through a redrive (select all, confirm) and checks the queues after,
+with no console errors (a Content-Security-Policy violation is one) on any
+page; writes a screenshot of each page (see :func:`screenshot_folder`).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import json
+import threading
+import typing as t
+
+import pytest
+from flask import Flask
+from flask_sqs_jobs.dashboard._security import CONTENT_SECURITY_POLICY
+from werkzeug.serving import make_server
+
+from tests.dashboard.fake_store import FakeStore
+from tests.dashboard.fake_store import Record
+from tests.dashboard.fake_store import RecordingJobs
+from tests.dashboard.fake_store import Worker
+from tests.support import message_count
+
+from .browser import chromium
+from .browser import console_errors
+from .browser import screenshot_folder
+from .conftest import unique_name
+from .helpers import wait_until
+
+if t.TYPE_CHECKING:
+    import pathlib
+
+    from mypy_boto3_sqs.client import SQSClient
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    from .conftest import MakeQueue
+
+NOW = dt.datetime.now(dt.UTC)
+
+
+def _store() -> FakeStore:
+    store = FakeStore()
+    for minute in range(0, 60, 3):
+        finished = NOW - dt.timedelta(minutes=minute)
+        failed = minute % 15 == 0
+        store.records.append(
+            Record(
+                f"job-{minute:02d}",
+                "charge_card" if failed else "send_welcome_email",
+                "default",
+                "dead_lettered" if failed else "succeeded",
+                attempts=5 if failed else 1,
+                enqueued_at=finished - dt.timedelta(seconds=4),
+                started_at=finished - dt.timedelta(seconds=2),
+                finished_at=finished,
+                result=None if failed else {"sent": True},
+                error="CardDeclined: insufficient funds" if failed else None,
+                progress={"fraction": 1.0, "message": "done"},
+            )
+        )
+    store.workers = [
+        Worker("w-1", "web-1", 4242, ["default"], 4, 1, NOW, NOW, "0.1.0"),
+        Worker("w-2", "web-2", 977, ["default", "reports"], 2, 0, NOW, NOW, "0.1.0"),
+    ]
+    return store
+
+
+@pytest.fixture
+def served(
+    sqs_client: SQSClient, make_queue: MakeQueue
+) -> cabc.Iterator[tuple[str, str, str]]:
+    """The app with the dashboard at /jobs on a real HTTP server: (base, queue, DLQ)."""
+    dlq = make_queue("dash-dlq")
+    name = unique_name("dash")
+    source = make_queue(name=name, dead_letter_url=dlq, max_receive_count=1000)
+    app = Flask(__name__)
+    app.config.update(
+        SECRET_KEY="browser-test", SQS_JOBS_QUEUES={"default": {"name": name}}
+    )
+    jobs = RecordingJobs(app, boto_client=sqs_client, store=_store())
+
+    @jobs.periodic("nightly_report", cron="0 3 * * *", timezone="Europe/Berlin")
+    def nightly_report(payload: dict[str, t.Any]) -> None: ...
+
+    app.register_blueprint(jobs.dashboard(authorize=lambda: True), url_prefix="/jobs")
+
+    @app.get("/csp-probe")
+    def csp_probe() -> t.Any:
+        # An inline script under the dashboard's policy: the browser must refuse
+        # it and say so on the console, or console_errors would prove nothing.
+        page = (
+            '<!doctype html><title>probe</title><link rel="icon" href="data:,">'
+            "<script>document.title='x'</script>"
+        )
+        return page, 200, {"Content-Security-Policy": CONTENT_SECURITY_POLICY}
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}/jobs", source, dlq
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        server.server_close()
+
+
+DEAD_LETTERS = [
+    ("send_welcome_email", "SMTPServerDisconnected", "Connection unexpectedly closed"),
+    ("charge_card", "CardDeclined", "insufficient funds"),
+    ("<script>x</script>", "KeyError", "'<img src=x onerror=alert(1)>'"),
+]
+
+
+def _dead_letters(sqs: SQSClient, url: str) -> None:
+    for n, (job_type, error_type, error) in enumerate(DEAD_LETTERS):
+        body = {"job_type": job_type, "payload": {"user_id": 40 + n}, "job_id": f"j{n}"}
+        reason = {
+            "error_type": error_type,
+            "error": error,
+            "failed_at": "2026-12-01T03:00:00Z",
+            "source_queue": "default",
+            "receive_count": 5,
+        }
+        attribute: t.Any = {"DataType": "String", "StringValue": json.dumps(reason)}
+        sqs.send_message(
+            QueueUrl=url,
+            MessageBody=json.dumps(body),
+            MessageAttributes={"dead_letter": attribute},
+        )
+
+
+def _visit(driver: WebDriver, url: str, folder: pathlib.Path, shot: str) -> None:
+    driver.get(url)
+    _settled(driver, folder, shot)
+
+
+def _heading(driver: WebDriver, prefix: str) -> None:
+    """Wait for the page whose heading starts with ``prefix`` (after a click)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    WebDriverWait(
+        driver, 15, ignored_exceptions=[StaleElementReferenceException]
+    ).until(lambda d: d.find_element(By.TAG_NAME, "h1").text.startswith(prefix))
+
+
+def _text(driver: WebDriver, selector: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(driver.find_element(By.CSS_SELECTOR, selector).text)
+
+
+def _settled(driver: WebDriver, folder: pathlib.Path, shot: str) -> None:
+    driver.save_screenshot(str(folder / f"{shot}.png"))
+    assert console_errors(driver) == [], shot
+
+
+def test_redrive_through_the_browser(
+    served: tuple[str, str, str],
+    sqs_client: SQSClient,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: pathlib.Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    base, source, dlq = served
+    _dead_letters(sqs_client, dlq)
+    folder = screenshot_folder(tmp_path)
+    with chromium(monkeypatch) as driver:
+        driver.get(base.removesuffix("/jobs") + "/csp-probe")
+        refused = console_errors(driver)
+        assert any("Content Security Policy" in entry for entry in refused), refused
+        assert driver.title == "probe"
+
+        _visit(driver, f"{base}/", folder, "queues")
+        assert (
+            driver.find_element(By.CSS_SELECTOR, '[data-field="dead_letter"]').text
+            == "3"
+        )
+        sqs_client.send_message(QueueUrl=source, MessageBody="{}")
+        wait_until(
+            lambda: (
+                driver.find_element(By.CSS_SELECTOR, '[data-field="visible"]').text
+                == "1"
+            ),
+            15,
+            lambda: "the live refresh to show the new message",
+        )
+        assert console_errors(driver) == []
+
+        driver.find_element(By.CSS_SELECTOR, '[data-field="dead_letter"]').click()
+        _heading(driver, "Dead letters of")
+        assert "<script>x</script>" in _text(driver, "table")
+        _settled(driver, folder, "dead-letters")
+        driver.find_element(By.CSS_SELECTOR, "input[data-select-all]").click()
+        boxes = driver.find_elements(By.CSS_SELECTOR, 'input[name="message_id"]')
+        assert [box.is_selected() for box in boxes] == [True, True, True]
+        driver.find_element(By.ID, "redrive-selected").click()
+
+        _heading(driver, "Confirm: redrive 3 dead letter(s)")
+        _settled(driver, folder, "confirm")
+        assert message_count(sqs_client, dlq) == 3
+        driver.find_element(By.ID, "confirm").click()
+
+        _heading(driver, "Redriven: 3")
+        _settled(driver, folder, "redriven")
+        assert message_count(sqs_client, dlq) == 0
+        assert message_count(sqs_client, source) == 4
+
+        _visit(driver, f"{base}/jobs", folder, "jobs")
+        assert "send_welcome_email" in _text(driver, "table")
+        _visit(driver, f"{base}/jobs?status=failed", folder, "failed-jobs")
+        driver.find_element(By.LINK_TEXT, "job-00").click()
+        _heading(driver, "Job job-00")
+        assert "CardDeclined" in _text(driver, "dl")
+        _settled(driver, folder, "job")
+        _visit(driver, f"{base}/workers", folder, "workers")
+        _visit(driver, f"{base}/schedules", folder, "schedules")
+        assert "nightly_report" in _text(driver, "table")
