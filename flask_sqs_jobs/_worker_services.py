@@ -14,6 +14,8 @@ import typing as t
 import structlog
 from flask import Flask
 
+from ._outbox_service import outbox_relay_services
+
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
     from .engine._worker import JobWorker
@@ -39,6 +41,7 @@ def worker_services(
 ) -> list[WorkerService]:
     """The services one worker process runs, given its command-line options."""
     services: list[WorkerService] = []
+    services += outbox_relay_services(app, jobs, options)
     return services
 
 

@@ -21,6 +21,7 @@ from ._cli_common import queue_named
 from ._cli_common import sqs_errors
 from ._cli_common import table
 from ._cli_dlq import dlq_command
+from ._cli_outbox import outbox_command
 from ._cli_store import store_command
 from ._cli_worker import worker_command as worker_command
 from .engine._exceptions import QueueNotFoundError
@@ -123,6 +124,7 @@ _COUNTS = ("visible", "in_flight", "delayed")
 
 jobs_command.add_command(dlq_command)
 jobs_command.add_command(store_command)
+jobs_command.add_command(outbox_command)
 
 
 @jobs_command.command("enqueue")
