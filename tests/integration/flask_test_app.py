@@ -8,6 +8,7 @@ Run it as ``python -m flask --app tests.integration.flask_test_app:create_app ..
   (``"kind": "job"``) and per app context torn down (``"kind": "teardown"``).
 - ``TEST_APP_MAX_RECEIVE_BACKOFF``: shrinks the worker's receive-failure backoff
   cap, so that the receive-failure tests finish quickly.
+- ``TEST_APP_STORE_URL``: when set, the ``SQS_JOBS_STORE_URL`` setting.
 - ``TEST_APP_JSON_LOGS``: when set, structlog renders JSON lines on stdout. Only
   the worker process sets it: configuring structlog in the test process would
   change logging for every test there.
@@ -78,6 +79,7 @@ def record_job(handler: str) -> None:
             "kind": "job",
             "handler": handler,
             "message_id": current_job.message_id,
+            "job_id": current_job.job_id,
             "request_id": current_job.correlation_fields.get("request_id"),
             "g_before": g.get("message_id"),
             "pid": os.getpid(),
@@ -110,6 +112,8 @@ def create_app() -> Flask:
         SQS_JOBS_REGION_NAME="us-east-1",
         SQS_JOBS_IDLE_WAIT_SECONDS=1,
     )
+    if os.environ.get("TEST_APP_STORE_URL"):
+        app.config["SQS_JOBS_STORE_URL"] = os.environ["TEST_APP_STORE_URL"]
     jobs = SQSJobs(app)
 
     @jobs.handler("record")
