@@ -55,6 +55,7 @@ def enqueue_in_session(
     """See :meth:`SQSJobs.enqueue` with ``session=``."""
     from ._extension import _with_request_id
     from .store._outbox import add_to_outbox
+    from .store._outbox import send_through
 
     target = _session_of(session)
     state = jobs._get_state()
@@ -68,8 +69,11 @@ def enqueue_in_session(
         call = functools.partial(jobs.enqueue, queue, job_type, payload, **options)
         _after_commit(target, call)
         return t.cast(str, options["job_id"])
-    _check_database(target, outbox_store(jobs))
-    return add_to_outbox(target, jobs.queues(), queue, job_type, payload, **options)
+    store = outbox_store(jobs)
+    _check_database(target, store)
+    group = jobs.queues()
+    send_through(group, store.engine)
+    return add_to_outbox(target, group, queue, job_type, payload, **options)
 
 
 def enqueue_many_in_session(
@@ -77,14 +81,18 @@ def enqueue_many_in_session(
 ) -> list[str]:
     """See :meth:`SQSJobs.enqueue_many` with ``session=``."""
     from .store._outbox import add_many_to_outbox
+    from .store._outbox import send_through
 
     target = _session_of(session)
     if jobs.config().eager:
         dicts = _job_dicts(specs)
         _after_commit(target, functools.partial(jobs.enqueue_many, queue, dicts))
         return [d["job_id"] for d in dicts]
-    _check_database(target, outbox_store(jobs))
-    return add_many_to_outbox(target, jobs.queues(), queue, specs)
+    store = outbox_store(jobs)
+    _check_database(target, store)
+    group = jobs.queues()
+    send_through(group, store.engine)
+    return add_many_to_outbox(target, group, queue, specs)
 
 
 def _session_of(session: t.Any) -> sa.orm.Session:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import datetime as dt
 import typing as t
+import weakref
 
 import sqlalchemy as sa
 import sqlalchemy.event
@@ -34,19 +35,31 @@ from ..engine._producer import check_payload
 from ..engine._producer import SendOptions
 from ..engine._producer import stage_job
 from ..engine._queue import SqsQueue
+from ..engine._queue_group import QueueGroup
 from . import _outbox_rows
 from . import _tables
 from ._outbox_immediate import sender_for
 
-if t.TYPE_CHECKING:
-    from ..engine._queue_group import QueueGroup
-
 AnySession: t.TypeAlias = sa.orm.Session | sa.orm.scoped_session[t.Any]
 
 _PENDING = "flask_sqs_jobs.outbox_pending"
+#: The store's own engine per queue group, for the sends after commit.
+_store_engines: weakref.WeakKeyDictionary[QueueGroup, sa.Engine] = (
+    weakref.WeakKeyDictionary()
+)
 _INSERT = sa.insert(_tables.outbox).returning(
     _tables.outbox.c.id, sort_by_parameter_order=True
 )
+
+
+def send_through(group: QueueGroup, engine: sa.Engine) -> None:
+    """Send ``group``'s rows after each commit through ``engine`` (the store's).
+
+    Without it the session's own engine is used. On SQLite the store's engine
+    commits without waiting for the disk (WAL, ``synchronous=NORMAL``), so the
+    deletes after each send hold the database's write lock only briefly.
+    """
+    _store_engines[group] = engine
 
 
 def add_to_outbox(
@@ -145,33 +158,64 @@ def _write(
     target = session() if isinstance(session, sa.orm.scoped_session) else session
     if rows:
         ids = list(target.execute(_INSERT, rows).scalars())
-        _send_after_commit(target, group, ids)
+        written = [
+            _outbox_rows.OutboxRow.of(row_id, values)
+            for row_id, values in zip(ids, rows, strict=True)
+        ]
+        _send_after_commit(target, group, written)
     return results
 
 
 def _send_after_commit(
-    session: sa.orm.Session, group: QueueGroup, ids: list[int]
+    session: sa.orm.Session, group: QueueGroup, rows: list[_outbox_rows.OutboxRow]
 ) -> None:
-    engine = session.connection().engine
-    pending: list[tuple[sa.Engine, QueueGroup, list[int]]]
-    pending = session.info.setdefault(_PENDING, [])
-    pending.append((engine, group, ids))
+    engine = _store_engines.get(group) or session.connection().engine
+    pending: list[_Pending] = session.info.setdefault(_PENDING, [])
+    pending.append((engine, group, rows, session.get_nested_transaction()))
     if not sa.event.contains(session, "after_commit", _on_commit):
         sa.event.listen(session, "after_commit", _on_commit)
+        sa.event.listen(session, "after_soft_rollback", _on_rollback)
         sa.event.listen(session, "after_transaction_end", _on_transaction_end)
 
 
+#: What a commit sends: the engine, the group, the rows, and the savepoint
+#: they were written in (None: the transaction itself).
+_Pending: t.TypeAlias = tuple[
+    sa.Engine,
+    QueueGroup,
+    list[_outbox_rows.OutboxRow],
+    sa.orm.SessionTransaction | None,
+]
+
+
 def _on_commit(session: sa.orm.Session) -> None:
-    for engine, group, ids in session.info.pop(_PENDING, []):
-        sender_for(engine, group).submit(ids)
+    for engine, group, rows, _ in session.info.pop(_PENDING, []):
+        sender_for(engine, group).submit(rows)
+
+
+def _on_rollback(session: sa.orm.Session, previous: sa.orm.SessionTransaction) -> None:
+    """Forget the rows of a savepoint rolled back (and of those inside it)."""
+    if not previous.nested or _PENDING not in session.info:
+        return
+    session.info[_PENDING] = [
+        entry for entry in session.info[_PENDING] if not _within(entry[3], previous)
+    ]
+
+
+def _within(
+    savepoint: sa.orm.SessionTransaction | None, ended: sa.orm.SessionTransaction
+) -> bool:
+    while savepoint is not None:
+        if savepoint is ended:
+            return True
+        savepoint = savepoint.parent
+    return False
 
 
 def _on_transaction_end(
     session: sa.orm.Session, transaction: sa.orm.SessionTransaction
 ) -> None:
     # The outermost transaction ended without a commit (a rollback, or a
-    # close): its rows are gone, so forget them. A savepoint rolled back
-    # inside a committed transaction needs nothing: its rows are not found
-    # when the sender claims them.
+    # close): its rows are gone, so forget them.
     if transaction.parent is None:
         session.info.pop(_PENDING, None)

@@ -1,10 +1,11 @@
 """The immediate send: committed outbox rows go to SQS at once, off the app's thread.
 
-A commit hands its rows' ids to one sender thread per (engine, queue group)
-and returns; the thread claims those rows (a row the relay already took is
-not found), sends them with SendMessageBatch and deletes them. A failure is
-logged, the rows are backed off for the relay, and this process's relay is
-woken; the app never sees it.
+A commit hands its rows to one sender thread per (engine, queue group) and
+returns; the thread sends them with SendMessageBatch and deletes them. On
+PostgreSQL it first locks them (a row the relay already took is not found);
+on SQLite, whose only lock is the whole database's, it relies on the grace
+period the relay leaves fresh rows. A failure is logged, the rows are backed
+off for the relay, and this process's relay is woken; the app never sees it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ import typing as t
 import sqlalchemy as sa
 import structlog
 
+from ..engine._wire import MAX_BATCH_ENTRIES
 from . import _outbox_rows
+from ._outbox_rows import OutboxRow
 from ._outbox_send import send_claimed
+from ._outbox_send import send_rows
+from ._outbox_send import SendReport
+from ._outbox_send import settle
 
 if t.TYPE_CHECKING:
     from ..engine._queue_group import QueueGroup
@@ -32,6 +38,9 @@ _CLAIM_LIMIT = 100
 #: A sender thread with nothing to do for this long ends (a new one starts
 #: on demand), so idle groups and engines can be collected.
 _IDLE_EXIT_SECONDS = 30.0
+#: How long a send waits for more commits to fill its request. Sending each
+#: commit's rows alone would cost the app's threads more (the GIL).
+_LINGER_SECONDS = 0.005
 #: How long the interpreter's exit waits for sends in flight.
 _EXIT_FLUSH_SECONDS = 5.0
 
@@ -45,16 +54,18 @@ class ImmediateSender:
     def __init__(self, engine: sa.Engine, group: QueueGroup) -> None:
         self.engine = engine
         self.group = group
-        self._ids: queue_module.SimpleQueue[list[int]] = queue_module.SimpleQueue()
+        self._rows: queue_module.SimpleQueue[list[OutboxRow]] = (
+            queue_module.SimpleQueue()
+        )
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         #: Submitted id lists not handled yet.
         self._busy = 0
 
-    def submit(self, ids: list[int]) -> None:
+    def submit(self, rows: list[OutboxRow]) -> None:
         with self._lock:
             self._busy += 1
-            self._ids.put(ids)
+            self._rows.put(rows)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="sqs-jobs-outbox-send", daemon=True
@@ -69,35 +80,46 @@ class ImmediateSender:
     def _run(self) -> None:
         while True:
             try:
-                batches = [self._ids.get(timeout=_IDLE_EXIT_SECONDS)]
+                batches = [self._rows.get(timeout=_IDLE_EXIT_SECONDS)]
             except queue_module.Empty:
                 with self._lock:
-                    if self._ids.empty():
+                    if self._rows.empty():
                         self._thread = None
                         return
                 continue
-            while not self._ids.empty():
-                batches.append(self._ids.get_nowait())
-            ids = [row_id for batch in batches for row_id in batch]
+            self._linger(batches)
+            rows = [row for batch in batches for row in batch]
             try:
-                for start in range(0, len(ids), _CLAIM_LIMIT):
-                    self._send(ids[start : start + _CLAIM_LIMIT])
+                for start in range(0, len(rows), _CLAIM_LIMIT):
+                    self._send(rows[start : start + _CLAIM_LIMIT])
             finally:
                 with self._lock:
                     self._busy -= len(batches)
                     self._lock.notify_all()
 
-    def _send(self, ids: list[int]) -> None:
+    def _linger(self, batches: list[list[OutboxRow]]) -> None:
+        """Gather the commits of the next few milliseconds into the same request."""
+        count = len(batches[0])
+        deadline = time.monotonic() + _LINGER_SECONDS
+        while count < MAX_BATCH_ENTRIES:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                batches.append(self._rows.get(timeout=remaining))
+            except queue_module.Empty:
+                break
+            count += len(batches[-1])
+        while not self._rows.empty():
+            batches.append(self._rows.get_nowait())
+
+    def _send(self, rows: list[OutboxRow]) -> None:
         try:
-            with self.engine.connect() as connection:
-                _outbox_rows.begin_locked(connection)
-                rows = _outbox_rows.claim(connection, limit=len(ids), ids=ids)
-                report = send_claimed(connection, self.group, rows, "immediate")
-                connection.commit()
+            report = self._send_rows(rows)
         except Exception as exc:
             log.warning(
                 "outbox_immediate_send_failed",
-                rows=len(ids),
+                rows=len(rows),
                 error=repr(exc),
                 next="the relay sends them",
             )
@@ -105,6 +127,27 @@ class ImmediateSender:
             return
         if report.failed:
             relay_wakeup.set()
+
+    def _send_rows(self, rows: list[OutboxRow]) -> SendReport:
+        with self.engine.connect() as connection:
+            if connection.dialect.name != "sqlite":
+                # Row locks: the relay skips these rows while they are sent,
+                # and a row the relay already sent is not found.
+                _outbox_rows.begin_locked(connection)
+                ids = [row.id for row in rows]
+                rows = _outbox_rows.claim(connection, limit=len(ids), ids=ids)
+                report = send_claimed(connection, self.group, rows, "immediate")
+                connection.commit()
+                return report
+            # SQLite locks the whole database: never hold its write lock
+            # across the send, which would stall the app's own writes. The
+            # rows are still in their grace period, which the relay leaves
+            # alone, and the write lock is taken only to delete them.
+            report = send_rows(self.group, rows, "immediate")
+            _outbox_rows.begin_locked(connection)
+            settle(connection, rows, report, "immediate")
+            connection.commit()
+            return report
 
 
 _senders: dict[tuple[int, int], ImmediateSender] = {}

@@ -43,6 +43,23 @@ class OutboxRow:
     delay_seconds: int | None
     attempts: int
 
+    @classmethod
+    def of(cls, row_id: int, values: dict[str, t.Any]) -> OutboxRow:
+        """The row just inserted with ``values`` (those of :func:`row_values`)."""
+        attributes = values["message_attributes"]
+        return cls(
+            id=row_id,
+            queue=values["queue"],
+            job_id=values["job_id"],
+            job_type=values["job_type"],
+            body=values["body"],
+            message_attributes=json.loads(attributes) if attributes else None,
+            message_group_id=values["message_group_id"],
+            message_deduplication_id=values["message_deduplication_id"],
+            delay_seconds=values["delay_seconds"],
+            attempts=0,
+        )
+
     def send_params(self, fifo: bool) -> dict[str, t.Any]:
         """SendMessage arguments; on FIFO queues the job id deduplicates by default."""
         params: dict[str, t.Any] = {"MessageBody": self.body}

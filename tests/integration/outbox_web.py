@@ -24,7 +24,7 @@ from tests.integration.flask_test_app import create_app
 def main() -> None:
     job_ids: list[str] = []
 
-    def hang(self: t.Any, ids: list[int]) -> None:
+    def hang(self: t.Any, rows: list[t.Any]) -> None:
         print("committed " + json.dumps(job_ids), flush=True)
         threading.Event().wait()
 

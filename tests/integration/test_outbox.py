@@ -68,7 +68,7 @@ def web_app(monkeypatch: pytest.MonkeyPatch, outbox_env: dict[str, str]) -> Flas
 
 
 class _Dropped:
-    def submit(self, ids: list[int]) -> None:
+    def submit(self, rows: list[t.Any]) -> None:
         pass  # as if the process died right after its commit
 
 

@@ -59,6 +59,20 @@ def outbox(sqs: SQSClient, store_url: str) -> cabc.Iterator[Outbox]:
     store.close()
 
 
+@pytest.fixture
+def engine_of() -> cabc.Iterator[t.Callable[[str], sa.Engine]]:
+    """Engines of the app's own (disposed of after the test)."""
+    engines: list[sa.Engine] = []
+
+    def make(url: str) -> sa.Engine:
+        engines.append(sa.create_engine(url))
+        return engines[-1]
+
+    yield make
+    for engine in engines:
+        engine.dispose()
+
+
 def received(sqs: SQSClient, url: str) -> list[dict[str, t.Any]]:
     """Every message on the queue now (bodies decoded), deleted as they are read."""
     bodies: list[dict[str, t.Any]] = []
@@ -163,7 +177,10 @@ class Stamp(JobMiddleware):
 
 
 def test_the_job_is_encoded_as_a_send_would(
-    sqs: SQSClient, store_url: str, tmp_path: t.Any
+    sqs: SQSClient,
+    store_url: str,
+    tmp_path: t.Any,
+    engine_of: t.Callable[[str], sa.Engine],
 ) -> None:
     create_queue(sqs, "outbox-mw")
     url = sqs.get_queue_url(QueueName="outbox-mw")["QueueUrl"]
@@ -175,7 +192,7 @@ def test_the_job_is_encoded_as_a_send_would(
     jobs = SQSJobs(app, boto_client=sqs, middleware=[Stamp()])
     store = jobs.store(app)
     store.create_tables()
-    session = sa.orm.Session(sa.create_engine(store_url))
+    session = sa.orm.Session(engine_of(store_url))
     with app.test_request_context(headers={"X-Request-ID": "req-7"}):
         job_id = jobs.enqueue(
             "default",
@@ -250,7 +267,7 @@ def test_a_relay_failure_backs_off_each_time_longer_and_keeps_the_row(
 
 
 class _Dropped:
-    def submit(self, ids: list[int]) -> None:
+    def submit(self, rows: list[t.Any]) -> None:
         pass  # the process died before its immediate send
 
 
@@ -325,7 +342,7 @@ def test_fifo_jobs_deduplicate_by_job_id(outbox: Outbox, fifo: Flask) -> None:
 
 
 def test_large_payloads_go_through_s3_at_send_time(
-    sqs: SQSClient, store_url: str
+    sqs: SQSClient, store_url: str, engine_of: t.Callable[[str], sa.Engine]
 ) -> None:
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="outbox-payloads")
@@ -339,7 +356,7 @@ def test_large_payloads_go_through_s3_at_send_time(
     jobs = SQSJobs(app, boto_client=sqs, s3_client=s3)
     store = jobs.store(app)
     store.create_tables()
-    session = sa.orm.Session(sa.create_engine(store_url))
+    session = sa.orm.Session(engine_of(store_url))
     with app.app_context():
         jobs.enqueue("default", "big", {"blob": "x" * 1000}, session=session)
         session.commit()
@@ -379,17 +396,19 @@ def test_status_and_relay_once_commands(
 
 
 def test_the_session_must_be_on_the_stores_database(
-    outbox: Outbox, tmp_path: t.Any
+    outbox: Outbox, tmp_path: t.Any, engine_of: t.Callable[[str], sa.Engine]
 ) -> None:
-    other = sa.orm.Session(sa.create_engine(f"sqlite:///{tmp_path / 'other.db'}"))
+    other = sa.orm.Session(engine_of(f"sqlite:///{tmp_path / 'other.db'}"))
     with pytest.raises(ValueError, match="must be on the job store's database"):
         outbox.jobs.enqueue("default", "welcome", {}, session=other)
     with pytest.raises(TypeError, match="must be a SQLAlchemy Session"):
         outbox.jobs.enqueue("default", "welcome", {}, session=object())
 
 
-def test_a_scoped_session_works(outbox: Outbox, store_url: str) -> None:
-    scoped = sa.orm.scoped_session(sa.orm.sessionmaker(sa.create_engine(store_url)))
+def test_a_scoped_session_works(
+    outbox: Outbox, store_url: str, engine_of: t.Callable[[str], sa.Engine]
+) -> None:
+    scoped = sa.orm.scoped_session(sa.orm.sessionmaker(engine_of(store_url)))
     job_id = outbox.jobs.enqueue("default", "welcome", {}, session=scoped)
     scoped.commit()
     assert flush_all()
@@ -398,9 +417,9 @@ def test_a_scoped_session_works(outbox: Outbox, store_url: str) -> None:
 
 
 def test_without_a_sql_store_the_error_says_what_to_configure(
-    sqs: SQSClient, tmp_path: t.Any
+    sqs: SQSClient, tmp_path: t.Any, engine_of: t.Callable[[str], sa.Engine]
 ) -> None:
-    session = sa.orm.Session(sa.create_engine(f"sqlite:///{tmp_path / 'x.db'}"))
+    session = sa.orm.Session(engine_of(f"sqlite:///{tmp_path / 'x.db'}"))
     app = Flask(__name__)
     app.config.update(SQS_JOBS_QUEUES={"default": {"name": "q"}})
     jobs = SQSJobs(app, boto_client=sqs)
@@ -416,7 +435,9 @@ def test_without_a_sql_store_the_error_says_what_to_configure(
         dynamo.enqueue("default", "welcome", {}, session=session)
 
 
-def test_eager_mode_runs_the_job_after_the_commit_only(tmp_path: t.Any) -> None:
+def test_eager_mode_runs_the_job_after_the_commit_only(
+    tmp_path: t.Any, engine_of: t.Callable[[str], sa.Engine]
+) -> None:
     app = Flask(__name__)
     app.config.update(SQS_JOBS_QUEUES={"default": {"name": "q"}}, SQS_JOBS_EAGER=True)
     jobs = SQSJobs(app)
@@ -426,7 +447,7 @@ def test_eager_mode_runs_the_job_after_the_commit_only(tmp_path: t.Any) -> None:
     def welcome(payload: dict[str, t.Any]) -> None:
         ran.append(payload["name"])
 
-    session = sa.orm.Session(sa.create_engine(f"sqlite:///{tmp_path / 'x.db'}"))
+    session = sa.orm.Session(engine_of(f"sqlite:///{tmp_path / 'x.db'}"))
     with app.app_context():
         jobs.enqueue("default", "welcome", {"name": "dropped"}, session=session)
         session.rollback()
