@@ -41,10 +41,12 @@ fuzz: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
-## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3
+## make bench: the benchmark suite (starts its own SQS server), then large payloads through
+## S3, then the transactional outbox
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
+	$(BIN)/python -m bench.outbox
 
 ## make docs: the HTML documentation in docs/_build/html; any warning fails the build
 docs: $(VENV)/.docs-installed
