@@ -140,18 +140,14 @@ def show(line: str) -> dict[str, t.Any] | None:
     return t.cast(dict[str, t.Any], event)
 
 
-def outbox_status(env: dict[str, str]) -> dict[str, t.Any]:
+def run_command(env: dict[str, str], *args: str) -> str:
+    """Run ``flask --app example_app ARGS``; return its output."""
     result = subprocess.run(
-        flask("sqs-jobs", "outbox", "status", "--json"),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+        flask(*args), env=env, capture_output=True, text=True, timeout=60, check=False
     )
     if result.returncode != 0:
-        raise DemoFailed(f"outbox status failed: {result.stdout}{result.stderr}")
-    return t.cast(dict[str, t.Any], json.loads(result.stdout))
+        raise DemoFailed(f"{' '.join(args)} failed: {result.stdout}{result.stderr}")
+    return result.stdout
 
 
 def run() -> None:
@@ -173,16 +169,7 @@ def run_in(directory: pathlib.Path) -> None:
         "PYTHONUNBUFFERED": "1",
     }
     processes: list[Process] = []
-    init = subprocess.run(
-        flask("sqs-jobs", "store", "init"),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if init.returncode != 0:
-        raise DemoFailed(f"store init failed: {init.stdout}{init.stderr}")
+    run_command(env, "sqs-jobs", "store", "init")
     print(f"demo   | job store ready in {directory / 'demo.db'}")
     try:
         server = Process(
@@ -229,7 +216,7 @@ def run_in(directory: pathlib.Path) -> None:
                     raise DemoFailed(f"job without a known request id: {line}")
                 seen[job_request_id].append((event["job_type"], event["outcome"]))
 
-        status = outbox_status(env)
+        status = json.loads(run_command(env, "sqs-jobs", "outbox", "status", "--json"))
         print(f"demo   | outbox: {status['pending']} job(s) pending")
         if status["pending"]:
             raise DemoFailed(f"the outbox still holds jobs: {status}")
