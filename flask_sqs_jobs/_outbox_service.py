@@ -31,6 +31,9 @@ def outbox_relay_services(
         return []
     from .store._outbox_relay import OutboxRelay
 
+    # A worker process forked by the supervisor must not share its parent's
+    # pooled connections (SQLAlchemy's advice for forks).
+    store.engine.dispose(close=False)
     return [OutboxRelay(store.engine, jobs.queues(app))]
 
 
@@ -71,6 +74,7 @@ class _OutboxReading:
 
     def get(self) -> tuple[float, float]:
         from .store import _outbox_rows
+        from .store._outbox_send import describe_error
 
         with self._lock:
             if time.monotonic() - self._at < _METRICS_CACHE_SECONDS:
@@ -79,7 +83,7 @@ class _OutboxReading:
                 with self._engine.connect() as connection:
                     queues = _outbox_rows.status(connection)
             except Exception as exc:
-                log.warning("outbox_metrics_failed", error=repr(exc))
+                log.warning("outbox_metrics_failed", error=describe_error(exc))
                 self._value = (math.nan, math.nan)
             else:
                 self._value = (

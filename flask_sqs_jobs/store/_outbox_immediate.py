@@ -23,6 +23,7 @@ import structlog
 from ..engine._wire import MAX_BATCH_ENTRIES
 from . import _outbox_rows
 from ._outbox_rows import OutboxRow
+from ._outbox_send import describe_error
 from ._outbox_send import send_claimed
 from ._outbox_send import send_rows
 from ._outbox_send import SendReport
@@ -72,6 +73,13 @@ class ImmediateSender:
                 )
                 self._thread.start()
 
+    def idle(self) -> bool:
+        """Nothing to send and no thread running."""
+        with self._lock:
+            return not self._busy and (
+                self._thread is None or not self._thread.is_alive()
+            )
+
     def flush(self, timeout: float) -> bool:
         """Wait until every submitted row was handled; False on timeout."""
         with self._lock:
@@ -120,7 +128,7 @@ class ImmediateSender:
             log.warning(
                 "outbox_immediate_send_failed",
                 rows=len(rows),
-                error=repr(exc),
+                error=describe_error(exc),
                 next="the relay sends them",
             )
             relay_wakeup.set()
@@ -165,6 +173,8 @@ def sender_for(engine: sa.Engine, group: QueueGroup) -> ImmediateSender:
             _senders_pid = os.getpid()
         sender = _senders.get(key)
         if sender is None or sender.engine is not engine or sender.group is not group:
+            for stale in [k for k, s in _senders.items() if s.idle()]:
+                del _senders[stale]  # lets idle engines and groups be collected
             sender = _senders[key] = ImmediateSender(engine, group)
         return sender
 

@@ -15,6 +15,7 @@ import structlog
 
 from . import _outbox_rows
 from ._outbox_immediate import relay_wakeup
+from ._outbox_send import describe_error
 from ._outbox_send import send_claimed
 
 if t.TYPE_CHECKING:
@@ -94,7 +95,7 @@ class OutboxRelay:
             except Exception as exc:
                 log.warning(
                     "outbox_relay_failed",
-                    error=repr(exc),
+                    error=describe_error(exc),
                     retry_in_seconds=ERROR_BACKOFF_SECONDS,
                 )
                 self._stop.wait(ERROR_BACKOFF_SECONDS)

@@ -154,6 +154,13 @@ def _record(
             report.failed[row.id] = (row.attempts, f"{result[0]}: {result[1]}")
 
 
+def describe_error(exc: BaseException) -> str:
+    """An error for a log line: escaped, and without SQL parameters (job data)."""
+    if isinstance(exc, sa.exc.StatementError) and exc.orig is not None:
+        return loggable_text(f"{type(exc.orig).__name__}: {exc.orig}")
+    return loggable_text(f"{type(exc).__name__}: {exc}")
+
+
 def _log_failures(
     rows: list[OutboxRow], failed: dict[int, tuple[int, str]], via: str
 ) -> None:
