@@ -459,3 +459,15 @@ def test_eager_mode_runs_the_job_after_the_commit_only(
         session.commit()
     assert ran == ["kept", "many"]
     assert len(ids) == 1
+
+
+@pytest.mark.parametrize("command", [["status"], ["relay", "--once"]])
+def test_the_outbox_commands_without_a_store_name_the_setting(
+    sqs: SQSClient, command: list[str]
+) -> None:
+    app = Flask(__name__)
+    app.config.update(SQS_JOBS_QUEUES={"default": {"name": "q"}})
+    SQSJobs(app, boto_client=sqs)
+    result = app.test_cli_runner().invoke(args=["sqs-jobs", "outbox", *command])
+    assert result.exit_code == 2
+    assert "SQS_JOBS_STORE_URL" in result.output
