@@ -151,6 +151,11 @@ class ImmediateSender:
             # across the send, which would stall the app's own writes. The
             # rows are still in their grace period, which the relay leaves
             # alone, and the write lock is taken only to delete them.
+            if any(row.message_group_id is not None for row in rows):
+                # An earlier row of the group still waits: the relay sends
+                # this one after it.
+                rows = _outbox_rows.in_group_order(connection, rows)
+                connection.rollback()
             report = send_rows(self.group, rows, "immediate")
             _outbox_rows.begin_locked(connection)
             settle(connection, rows, report, "immediate")

@@ -138,7 +138,7 @@ def claim(
     rows = [
         _row(r) for r in connection.execute(query.with_for_update(skip_locked=True))
     ]
-    return _in_group_order(connection, rows)
+    return in_group_order(connection, rows)
 
 
 def _row(record: sa.Row[t.Any]) -> OutboxRow:
@@ -157,7 +157,7 @@ def _row(record: sa.Row[t.Any]) -> OutboxRow:
     )
 
 
-def _in_group_order(
+def in_group_order(
     connection: sa.Connection, rows: list[OutboxRow]
 ) -> list[OutboxRow]:
     """Drop each grouped row that an earlier, unclaimed row of its group precedes.

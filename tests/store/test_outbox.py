@@ -276,16 +276,56 @@ def _no_immediate_send(engine: sa.Engine, group: t.Any) -> _Dropped:
 
 
 @pytest.fixture
-def fifo(outbox: Outbox, monkeypatch: pytest.MonkeyPatch) -> cabc.Iterator[Flask]:
+def fifo_app(outbox: Outbox) -> cabc.Iterator[Flask]:
+    """An app on a FIFO queue, sharing ``outbox``'s store."""
     create_queue(outbox.sqs, "outbox-order.fifo", fifo=True)
     app = Flask(__name__)
     app.config.update(
         SQS_JOBS_QUEUES={"orders": {"name": "outbox-order.fifo"}},
     )
     SQSJobs(app, boto_client=outbox.sqs, store=outbox.store)
-    monkeypatch.setattr(_outbox, "sender_for", _no_immediate_send)
     with app.app_context():
         yield app
+
+
+@pytest.fixture
+def fifo(fifo_app: Flask, monkeypatch: pytest.MonkeyPatch) -> Flask:
+    """The same, whose jobs only the relay sends."""
+    monkeypatch.setattr(_outbox, "sender_for", _no_immediate_send)
+    return fifo_app
+
+
+def test_the_send_after_commit_never_overtakes_a_waiting_row_of_its_group(
+    outbox: Outbox, fifo_app: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = fifo_app.extensions["sqs_jobs"]
+    queue = jobs.queues().queue("orders")
+    url = outbox.sqs.get_queue_url(QueueName="outbox-order.fifo")["QueueUrl"]
+
+    def enqueue(group: str, n: int) -> None:
+        jobs.enqueue(
+            "orders", "step", {"n": n}, message_group_id=group, session=outbox.session
+        )
+
+    with monkeypatch.context() as patch:
+        patch.setattr(queue, "send_batch", lambda entries: [("Throttled", "slow")])
+        enqueue("a", 1)
+        outbox.session.commit()
+        assert flush_all()
+    enqueue("a", 2)
+    enqueue("b", 3)
+    outbox.session.commit()
+    assert flush_all()
+    assert [b["payload"]["n"] for b in received(outbox.sqs, url)] == [3]
+    relay = OutboxRelay(outbox.store.engine, jobs.queues())
+    deadline = time.monotonic() + 10
+    sent: list[int] = []
+    while len(sent) < 2:  # until the first row's back-off (one second) is over
+        assert time.monotonic() < deadline, f"the relay sent only {sent}"
+        relay.run_pass(include_fresh=True)
+        sent += [b["payload"]["n"] for b in received(outbox.sqs, url)]
+        time.sleep(0.05)
+    assert sent == [1, 2]
 
 
 def test_the_relay_keeps_fifo_order_per_group(outbox: Outbox, fifo: Flask) -> None:
