@@ -157,9 +157,7 @@ def _row(record: sa.Row[t.Any]) -> OutboxRow:
     )
 
 
-def in_group_order(
-    connection: sa.Connection, rows: list[OutboxRow]
-) -> list[OutboxRow]:
+def in_group_order(connection: sa.Connection, rows: list[OutboxRow]) -> list[OutboxRow]:
     """Drop each grouped row that an earlier, unclaimed row of its group precedes.
 
     Such an earlier row is in another relay's hands, backing off, or not

@@ -511,3 +511,32 @@ def test_the_outbox_commands_without_a_store_name_the_setting(
     result = app.test_cli_runner().invoke(args=["sqs-jobs", "outbox", *command])
     assert result.exit_code == 2
     assert "SQS_JOBS_STORE_URL" in result.output
+
+
+def test_flask_sqlalchemy_db_session_with_the_store_on_db(
+    sqs: SQSClient, store_url: str
+) -> None:
+    from flask_sqlalchemy import SQLAlchemy
+
+    url = create_queue(sqs, "outbox-fsa")
+    app = Flask(__name__)
+    app.config.update(
+        SQS_JOBS_QUEUES={"default": {"name": "outbox-fsa"}},
+        SQLALCHEMY_DATABASE_URI=store_url,
+    )
+    db = SQLAlchemy(app)
+    with app.app_context():  # SQLAlchemyStore(db) looks at db.engine
+        store = SQLAlchemyStore(db)
+    jobs = SQSJobs(app, boto_client=sqs, store=store)
+    with app.app_context():
+        jobs.store().create_tables()
+        with app.test_request_context(headers={"X-Request-ID": "req-9"}):
+            job_id = jobs.enqueue("default", "welcome", {}, session=db.session)
+            db.session.commit()
+        assert flush_all()
+        (body,) = received(sqs, url)
+        assert body["job_id"] == job_id
+        fields = json.loads(body["attributes"]["correlation_fields"]["StringValue"])
+        assert fields == {"request_id": "req-9"}
+        db.session.remove()
+        db.engine.dispose()
