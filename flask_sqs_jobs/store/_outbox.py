@@ -47,7 +47,8 @@ _PENDING = "flask_sqs_jobs.outbox_pending"
 _store_engines: weakref.WeakKeyDictionary[QueueGroup, sa.Engine] = (
     weakref.WeakKeyDictionary()
 )
-_INSERT = sa.insert(_tables.outbox).returning(
+_INSERT_ONE = sa.insert(_tables.outbox).returning(_tables.outbox.c.id)
+_INSERT_MANY = sa.insert(_tables.outbox).returning(
     _tables.outbox.c.id, sort_by_parameter_order=True
 )
 
@@ -157,7 +158,10 @@ def _write(
         results.append(compose_produce(group.middleware, stage)(job))
     target = session() if isinstance(session, sa.orm.scoped_session) else session
     if rows:
-        ids = list(target.execute(_INSERT, rows).scalars())
+        if len(rows) == 1:  # the common case, without executemany's overhead
+            ids = [target.execute(_INSERT_ONE, rows[0]).scalar_one()]
+        else:
+            ids = list(target.execute(_INSERT_MANY, rows).scalars())
         written = [
             _outbox_rows.OutboxRow.of(row_id, values)
             for row_id, values in zip(ids, rows, strict=True)
