@@ -60,7 +60,7 @@ class ImmediateSender:
         )
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
-        #: Submitted id lists not handled yet.
+        #: Submitted row lists not handled yet.
         self._busy = 0
 
     def submit(self, rows: list[OutboxRow]) -> None:
