@@ -1,7 +1,11 @@
 """An example app: sign-ups enqueue a welcome email and a report on two queues.
 
-Run it against a local SQS server with ``make demo``, or by hand::
+A sign-up stores the user and its jobs in one transaction (the transactional
+outbox) in a SQLite file, ``instance/example.db`` unless
+``SQS_JOBS_STORE_URL`` says otherwise. Run it against a local SQS server with
+``make demo``, or by hand::
 
+    flask --app example_app sqs-jobs store init          # once
     flask --app example_app sqs-jobs local-server        # terminal 1
     flask --app example_app run                          # terminal 2
     flask --app example_app sqs-worker                   # terminal 3
@@ -10,6 +14,7 @@ Run it against a local SQS server with ``make demo``, or by hand::
 
 from __future__ import annotations
 
+import os
 import typing as t
 
 from flask import Flask
@@ -45,7 +50,17 @@ def create_app(config: dict[str, t.Any] | None = None) -> Flask:
     app.config.from_prefixed_env()
     if config:
         app.config.update(config)
+    if not app.config.get("SQS_JOBS_STORE_URL"):
+        os.makedirs(app.instance_path, exist_ok=True)
+        path = os.path.join(app.instance_path, "example.db")
+        app.config["SQS_JOBS_STORE_URL"] = f"sqlite:///{path}"
     jobs.init_app(app)
+    from .models import database
+    from .models import metadata
+
+    # The job store's tables come from `flask sqs-jobs store init`; the
+    # example's own table is created here, as a migration would.
+    metadata.create_all(database(app).engine)
 
     from . import handlers  # noqa: F401 - registers the job handlers
     from .views import bp

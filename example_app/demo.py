@@ -1,11 +1,14 @@
 """``make demo``: the example app end to end, with no AWS account.
 
 Starts a local SQS server, the web app and a worker (each a real process, as
-in production), signs two users up and places a declined order over HTTP,
-then follows the worker's log until every job has finished: the welcome
+in production), with a SQLite job store in a temporary directory (``flask
+sqs-jobs store init``), signs two users up and places a declined order over
+HTTP, then follows the worker's log until every job has finished: the welcome
 emails fail once and are retried, the reports succeed, the declined charge
-is dropped. Each job's log lines carry the request id of the web request that
-enqueued it. Finally the worker is stopped with SIGTERM and must exit 0.
+is dropped. A sign-up writes the user and its jobs in one transaction (the
+transactional outbox), which must be empty at the end. Each job's log lines
+carry the request id of the web request that enqueued it. Finally the worker
+is stopped with SIGTERM and must exit 0.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ from __future__ import annotations
 import collections.abc as cabc
 import json
 import os
+import pathlib
 import queue
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import typing as t
@@ -135,19 +140,37 @@ def show(line: str) -> dict[str, t.Any] | None:
     return t.cast(dict[str, t.Any], event)
 
 
+def run_command(env: dict[str, str], *args: str) -> str:
+    """Run ``flask --app example_app ARGS``; return its output."""
+    result = subprocess.run(
+        flask(*args), env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    if result.returncode != 0:
+        raise DemoFailed(f"{' '.join(args)} failed: {result.stdout}{result.stderr}")
+    return result.stdout
+
+
 def run() -> None:
+    with tempfile.TemporaryDirectory(prefix="sqs-jobs-demo-") as directory:
+        run_in(pathlib.Path(directory))
+
+
+def run_in(directory: pathlib.Path) -> None:
     deadline = time.monotonic() + DEADLINE_SECONDS
     sqs_port, web_port = free_port(), free_port()
     endpoint = f"http://127.0.0.1:{sqs_port}"
     env = {
         **os.environ,
         "FLASK_SQS_JOBS_ENDPOINT_URL": json.dumps(endpoint),
+        "FLASK_SQS_JOBS_STORE_URL": json.dumps(f"sqlite:///{directory / 'demo.db'}"),
         "AWS_ACCESS_KEY_ID": "demo",
         "AWS_SECRET_ACCESS_KEY": "demo",
         "AWS_DEFAULT_REGION": "us-east-1",
         "PYTHONUNBUFFERED": "1",
     }
     processes: list[Process] = []
+    run_command(env, "sqs-jobs", "store", "init")
+    print(f"demo   | job store ready in {directory / 'demo.db'}")
     try:
         server = Process(
             "local SQS server",
@@ -193,19 +216,23 @@ def run() -> None:
                     raise DemoFailed(f"job without a known request id: {line}")
                 seen[job_request_id].append((event["job_type"], event["outcome"]))
 
+        status = json.loads(run_command(env, "sqs-jobs", "outbox", "status", "--json"))
+        print(f"demo   | outbox: {status['pending']} job(s) pending")
+        if status["pending"]:
+            raise DemoFailed(f"the outbox still holds jobs: {status}")
         print("demo   | every job finished; stopping the worker with SIGTERM")
         worker.proc.send_signal(signal.SIGTERM)
         worker.wait_for_line(lambda line: '"worker_stopped"' in line, deadline)
-        status = worker.proc.wait(max(1.0, deadline - time.monotonic()))
-        if status != 0:
-            raise DemoFailed(f"the worker exited with status {status}, expected 0")
+        code = worker.proc.wait(max(1.0, deadline - time.monotonic()))
+        if code != 0:
+            raise DemoFailed(f"the worker exited with status {code}, expected 0")
         print("demo   | worker exited 0")
     finally:
         for process in reversed(processes):
             process.stop()
     print(
-        "demo passed: jobs ran in the worker, retried, dropped and correlated"
-        " with their web requests"
+        "demo passed: jobs went through the outbox, ran in the worker, were"
+        " retried, dropped and correlated with their web requests"
     )
 
 

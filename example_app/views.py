@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime
 
+import sqlalchemy as sa
 from flask import Blueprint
 from flask import jsonify
 from flask import request
 from flask.typing import ResponseReturnValue
 
 from .extensions import jobs
+from .models import database
+from .models import users
 
 bp = Blueprint("example", __name__)
 
@@ -19,10 +22,18 @@ def signup() -> ResponseReturnValue:
     email = request.form.get("email", "").strip()
     if not email:
         return jsonify(error="email is required"), 400
-    message_id = jobs.enqueue("critical", "send_welcome_email", {"email": email})
-    day = datetime.date.today().isoformat()
-    jobs.enqueue("reports", "build_signup_report", {"day": day})
-    return jsonify(queued=message_id), 202
+    # The user and the jobs about them commit together (the transactional
+    # outbox): a rolled-back sign-up sends no email, and a crash right after
+    # the commit still sends it, through the worker's outbox relay.
+    with database().session() as session:
+        session.execute(sa.insert(users).values(email=email))
+        job_id = jobs.enqueue(
+            "critical", "send_welcome_email", {"email": email}, session=session
+        )
+        day = datetime.date.today().isoformat()
+        jobs.enqueue("reports", "build_signup_report", {"day": day}, session=session)
+        session.commit()
+    return jsonify(queued=job_id), 202
 
 
 @bp.post("/orders")

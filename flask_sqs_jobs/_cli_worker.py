@@ -19,6 +19,7 @@ from ._cli_common import current_app_and_jobs
 from ._cli_common import FiniteFloatRange
 from ._cli_common import sqs_errors
 from ._idempotent_handlers import missing_store_error
+from ._outbox_service import bind_outbox_metrics
 from ._worker_services import running
 from ._worker_services import worker_services
 from .engine._exceptions import QueueNotFoundError
@@ -100,6 +101,14 @@ log = structlog.get_logger(__name__)
     envvar="FLASK_SQS_WORKER_PROCESSES",
     help="Worker processes, each with --concurrency threads, under one supervisor.",
 )
+@click.option(
+    "--no-outbox-relay",
+    "no_outbox_relay",
+    is_flag=True,
+    envvar="FLASK_SQS_WORKER_NO_OUTBOX_RELAY",
+    help="Do not relay the transactional outbox's jobs (relayed by default when"
+    " the app has a SQLAlchemy job store).",
+)
 @with_appcontext
 def worker_command(
     queue_names: tuple[str, ...],
@@ -110,6 +119,7 @@ def worker_command(
     health_max_age: float,
     shutdown_timeout: float | None,
     processes: int,
+    no_outbox_relay: bool = False,
 ) -> None:
     """Run a worker for this app's job handlers.
 
@@ -145,6 +155,7 @@ def worker_command(
         idle_wait=idle_wait,
         shutdown_timeout=shutdown_timeout,
         health_max_age=health_max_age,
+        outbox_relay=not no_outbox_relay,
     )
     if processes == 1:
         raise SystemExit(run_one_worker(app, jobs, options, health_host, health_port))
@@ -169,6 +180,8 @@ class WorkerOptions:
     idle_wait: int | None
     shutdown_timeout: float | None
     health_max_age: float
+    #: Run the transactional outbox's relay beside the worker.
+    outbox_relay: bool = True
 
 
 def run_one_worker(
@@ -203,6 +216,7 @@ def run_one_worker(
     if health_port is not None:
         if metrics is not None:
             metrics.bind(worker)
+            bind_outbox_metrics(metrics, app, jobs)
         health = HealthServer(
             worker,
             host=health_host,

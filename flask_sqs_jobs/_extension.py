@@ -387,6 +387,7 @@ class SQSJobs(TaskRegistry):
         message_attributes: dict[str, dict[str, t.Any]] | None = None,
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
+        session: t.Any = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -394,10 +395,28 @@ class SQSJobs(TaskRegistry):
         Inside a request the correlation fields gain ``request_id``. The
         options are those of :meth:`QueueGroup.enqueue`; everything is checked
         before anything is sent.
+
+        :param session: a SQLAlchemy session (Flask-SQLAlchemy's
+            ``db.session``) on the job store's database: the job is written
+            into the outbox in its transaction, sent after the commit, and
+            the job id is returned instead (see ``docs/outbox.md``).
         """
         state = self._get_state()
         if _checks_job_types(state.config):
             check_known_job_type(job_type, self.handlers)
+        if session is not None:
+            from ._outbox_enqueue import enqueue_in_session
+
+            options = {
+                "correlation_fields": correlation_fields,
+                "message_group_id": message_group_id,
+                "message_deduplication_id": message_deduplication_id,
+                "delay_seconds": delay_seconds,
+                "message_attributes": message_attributes,
+                "run_at": run_at,
+                "job_id": job_id,
+            }
+            return enqueue_in_session(self, session, queue, job_type, payload, options)
         fields = _with_request_id(correlation_fields, state.config.request_id_header)
         return self.queues().enqueue(
             queue,
@@ -412,10 +431,15 @@ class SQSJobs(TaskRegistry):
             job_id=job_id,
         )
 
-    def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:
+    def enqueue_many(
+        self, queue: str, jobs: cabc.Iterable[JobSpec], *, session: t.Any = None
+    ) -> list[str]:
         """Send many jobs with SendMessageBatch; see :meth:`QueueGroup.enqueue_many`.
 
         Inside a request each job's correlation fields gain ``request_id``.
+        With ``session=`` the jobs are written into the outbox in that
+        session's transaction and their job ids are returned (see
+        :meth:`enqueue`).
         """
         state = self._get_state()
         header = state.config.request_id_header
@@ -430,6 +454,10 @@ class SQSJobs(TaskRegistry):
             specs.append(spec)
         if _checks_job_types(state.config):
             check_known_job_types(specs, self.handlers)
+        if session is not None:
+            from ._outbox_enqueue import enqueue_many_in_session
+
+            return enqueue_many_in_session(self, session, queue, specs)
         return self.queues().enqueue_many(queue, specs)
 
     # -- consuming -------------------------------------------------------------

@@ -14,6 +14,7 @@ import typing as t
 import structlog
 from flask import Flask
 
+from ._outbox_service import outbox_relay_services
 from ._worker_presence import presence_of
 
 if t.TYPE_CHECKING:
@@ -47,6 +48,7 @@ def worker_services(
         if (scheduler := scheduler_service(app, jobs, worker._hooks)) is not None:
             services.append(scheduler)
     services.extend(presence_of(app, jobs, worker, options))
+    services += outbox_relay_services(app, jobs, options)
     return services
 
 

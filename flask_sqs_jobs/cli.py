@@ -21,6 +21,7 @@ from ._cli_common import queue_named
 from ._cli_common import sqs_errors
 from ._cli_common import table
 from ._cli_dlq import dlq_command
+from ._cli_outbox import outbox_command
 from ._cli_records import job_command
 from ._cli_records import workers_command
 from ._cli_schedules import schedules_command
@@ -131,6 +132,7 @@ jobs_command.add_command(schedules_command)
 jobs_command.add_command(job_command)
 jobs_command.add_command(workers_command)
 jobs_command.add_command(dashboard_command)
+jobs_command.add_command(outbox_command)
 
 
 @jobs_command.command("enqueue")

@@ -122,3 +122,22 @@ def work_off(
         with signals.job_finished.connected_to(stop_at_max_jobs, sender=app):
             worker.run()
     return finished
+
+
+def send_outbox(app: Flask, timeout: float = 10.0) -> int:
+    """Send what the app's transactional outbox holds now; return how many jobs.
+
+    Jobs enqueued with ``session=`` are sent after the commit by a background
+    thread: call this before :func:`work_off` so that they are on the queue.
+    It waits for that thread, then relays whatever is left, as ``flask
+    sqs-jobs outbox relay --once`` does.
+    """
+    from ._outbox_enqueue import outbox_store
+    from .store._outbox_immediate import flush_all
+    from .store._outbox_relay import OutboxRelay
+
+    jobs: SQSJobs = app.extensions["sqs_jobs"]
+    flush_all(timeout)
+    with app.app_context():
+        relay = OutboxRelay(outbox_store(jobs, app).engine, jobs.queues(app))
+        return relay.drain()

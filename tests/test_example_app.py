@@ -18,6 +18,7 @@ from flask import Flask
 from flask_sqs_jobs import NonRetryableError
 from flask_sqs_jobs.testing import record_enqueued
 from flask_sqs_jobs.testing import record_finished
+from flask_sqs_jobs.testing import send_outbox
 from flask_sqs_jobs.testing import work_off
 
 from tests.support import create_queue
@@ -42,13 +43,21 @@ def _isolated_example(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def app(_isolated_example: None) -> Flask:
-    """The example app in eager mode: every job runs inside the request.
+def store_url(tmp_path: pathlib.Path) -> str:
+    """The example's database (its users and the job store) for one test."""
+    return f"sqlite:///{tmp_path / 'example.db'}"
+
+
+@pytest.fixture
+def app(_isolated_example: None, store_url: str) -> Flask:
+    """The example app in eager mode: every job runs once the sign-up commits.
 
     (pytest-flask's autouse fixtures ask for ``app`` before this module's own
     autouse fixture would run, hence the explicit dependency.)
     """
-    return create_app({"TESTING": True, "SQS_JOBS_EAGER": True})
+    return create_app(
+        {"TESTING": True, "SQS_JOBS_EAGER": True, "SQS_JOBS_STORE_URL": store_url}
+    )
 
 
 def test_sign_up_enqueues_the_welcome_email_on_critical_and_the_report_on_reports(
@@ -123,9 +132,10 @@ def test_an_order_with_a_good_card_charges_it(app: Flask, client: FlaskClient) -
 
 
 def test_environment_variables_override_the_defaults(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
 ) -> None:
     monkeypatch.setenv("FLASK_SQS_JOBS_IDLE_WAIT_SECONDS", "3")
+    monkeypatch.setenv("FLASK_SQS_JOBS_STORE_URL", f"sqlite:///{tmp_path / 'x.db'}")
     monkeypatch.setenv("FLASK_SQS_JOBS_ENDPOINT_URL", "http://sqs.internal:9324")
 
     app = create_app()
@@ -147,12 +157,13 @@ class TestAgainstSQS:
     """Without eager mode the jobs go through (moto's) SQS and a worker."""
 
     @pytest.fixture
-    def app(self, _isolated_example: None, sqs: SQSClient) -> Flask:
+    def app(self, _isolated_example: None, sqs: SQSClient, store_url: str) -> Flask:
         create_queue(sqs, "example-critical")
         create_queue(sqs, "example-reports")
-        return create_app(
+        app = create_app(
             {
                 "TESTING": True,
+                "SQS_JOBS_STORE_URL": store_url,
                 "SQS_JOBS_ENDPOINT_URL": None,
                 "SQS_JOBS_IDLE_WAIT_SECONDS": 0,
                 # A failed welcome email is back at once instead of after the
@@ -163,11 +174,14 @@ class TestAgainstSQS:
                 },
             }
         )
+        jobs.store(app).create_tables()
+        return app
 
     def test_the_welcome_email_fails_once_then_is_sent_exactly_once(
         self, app: Flask, client: FlaskClient
     ) -> None:
         response = client.post("/signup", data={"email": "ada@example.com"})
+        send_outbox(app)
         finished = work_off(app)
 
         assert response.status_code == 202
@@ -180,6 +194,10 @@ class TestAgainstSQS:
         assert {"ada@example.com"} == handlers.SENT_EMAILS
         reports = [f.outcome for f in finished if f.job.queue == "reports"]
         assert reports == ["success"]
+        job_ids = {f.job.job_id for f in finished if f.job.queue == "critical"}
+        assert response.json is not None
+        assert job_ids == {response.json["queued"]}
+        assert send_outbox(app) == 0  # nothing left in the outbox
 
 
 @pytest.mark.integration

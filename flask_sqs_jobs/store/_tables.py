@@ -66,6 +66,8 @@ outbox = sa.Table(
     sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("last_error", sa.Text(), nullable=True),
     sa.Index("sqs_jobs_outbox_available_at", "available_at", "id"),
+    #: FIFO order: the relay looks up the earlier rows of a message group.
+    sa.Index("sqs_jobs_outbox_group", "message_group_id", "id"),
 )
 
 #: Idempotency keys: in progress (with a lease) or completed (until expires_at).

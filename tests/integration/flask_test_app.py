@@ -83,6 +83,7 @@ def record_job(handler: str) -> None:
             "kind": "job",
             "handler": handler,
             "message_id": current_job.message_id,
+            "job_id": current_job.job_id,
             "request_id": current_job.correlation_fields.get("request_id"),
             "g_before": g.get("message_id"),
             "pid": os.getpid(),

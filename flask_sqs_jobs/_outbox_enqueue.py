@@ -1,0 +1,173 @@
+"""``jobs.enqueue(..., session=)``: the Flask side of the transactional outbox."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import functools
+import os
+import typing as t
+import weakref
+
+import sqlalchemy as sa
+import sqlalchemy.event
+import sqlalchemy.orm
+from flask import Flask
+
+from .engine._batch_enqueue import JobSpec
+from .engine._job import JSONObject
+
+if t.TYPE_CHECKING:
+    from ._extension import SQSJobs
+    from .store._sqlalchemy import SQLAlchemyStore
+
+_EAGER_PENDING = "flask_sqs_jobs.outbox_eager_pending"
+#: Engines already checked to be on the store's database.
+_checked: weakref.WeakKeyDictionary[sa.Engine, sa.Engine] = weakref.WeakKeyDictionary()
+
+
+def outbox_store(jobs: SQSJobs, app: Flask | None = None) -> SQLAlchemyStore:
+    """The app's store, if it can hold the outbox.
+
+    :raises RuntimeError: no store, or a store without SQL tables; the message
+        says what to configure.
+    """
+    from .store._sqlalchemy import SQLAlchemyStore
+
+    store = jobs.store(app)
+    if not isinstance(store, SQLAlchemyStore):
+        raise RuntimeError(
+            "the outbox (enqueue(..., session=)) needs a SQLAlchemyStore on the app's"
+            f" own database; this app's store is a {type(store).__name__}. Set"
+            " SQS_JOBS_STORE_URL to the app's database URL or pass"
+            " SQSJobs(store=SQLAlchemyStore(db))"
+        )
+    return store
+
+
+def enqueue_in_session(
+    jobs: SQSJobs,
+    session: t.Any,
+    queue: str,
+    job_type: str,
+    payload: JSONObject | None,
+    options: dict[str, t.Any],
+) -> str:
+    """See :meth:`SQSJobs.enqueue` with ``session=``."""
+    from ._extension import _with_request_id
+    from .store._outbox import add_to_outbox
+    from .store._outbox import send_through
+
+    target = _session_of(session)
+    state = jobs._get_state()
+    options["correlation_fields"] = _with_request_id(
+        options.get("correlation_fields"), state.config.request_id_header
+    )
+    if state.config.eager:
+        from .engine._job_ids import check_job_id
+
+        options["job_id"] = check_job_id(options.get("job_id"))
+        call = functools.partial(jobs.enqueue, queue, job_type, payload, **options)
+        _after_commit(target, call)
+        return t.cast(str, options["job_id"])
+    store = outbox_store(jobs)
+    _check_database(target, store)
+    group = jobs.queues()
+    send_through(group, store.engine)
+    return add_to_outbox(target, group, queue, job_type, payload, **options)
+
+
+def enqueue_many_in_session(
+    jobs: SQSJobs, session: t.Any, queue: str, specs: list[JobSpec]
+) -> list[str]:
+    """See :meth:`SQSJobs.enqueue_many` with ``session=``."""
+    from .store._outbox import add_many_to_outbox
+    from .store._outbox import send_through
+
+    target = _session_of(session)
+    if jobs.config().eager:
+        dicts = _job_dicts(specs)
+        _after_commit(target, functools.partial(jobs.enqueue_many, queue, dicts))
+        return [d["job_id"] for d in dicts]
+    store = outbox_store(jobs)
+    _check_database(target, store)
+    group = jobs.queues()
+    send_through(group, store.engine)
+    return add_many_to_outbox(target, group, queue, specs)
+
+
+def _session_of(session: t.Any) -> sa.orm.Session:
+    if isinstance(session, sa.orm.scoped_session):
+        return t.cast(sa.orm.Session, session())
+    if isinstance(session, sa.orm.Session):
+        return session
+    raise TypeError(
+        "session must be a SQLAlchemy Session or scoped_session (Flask-SQLAlchemy's"
+        f" db.session); got {type(session).__name__}"
+    )
+
+
+def _check_database(session: sa.orm.Session, store: SQLAlchemyStore) -> None:
+    """Refuse a session on another database than the store's: the relay reads there."""
+    engine = session.get_bind()
+    engine = engine.engine if isinstance(engine, sa.Connection) else engine
+    if _checked.get(engine) is store.engine:
+        return
+    if _where(engine.url) != _where(store.engine.url):
+        raise ValueError(
+            "enqueue(..., session=) writes the job into the outbox table through the"
+            " session, so the session must be on the job store's database; the"
+            f" session is on {engine.url.render_as_string()}, the store on"
+            f" {store.describe()}. Set SQS_JOBS_STORE_URL to the app's database"
+            " (or pass SQSJobs(store=SQLAlchemyStore(db)))"
+        )
+    _checked[engine] = store.engine
+
+
+def _where(url: sa.engine.URL) -> tuple[object, ...]:
+    database = url.database
+    if url.get_backend_name() == "sqlite" and database:
+        database = os.path.realpath(database)
+    return (url.get_backend_name(), url.host, url.port, database)
+
+
+def _job_dicts(specs: list[JobSpec]) -> list[dict[str, t.Any]]:
+    """The specs as dicts with their job ids fixed (checked by enqueue_many later)."""
+    from .engine._job_ids import check_job_id
+
+    dicts: list[dict[str, t.Any]] = []
+    for spec in specs:
+        if isinstance(spec, tuple) and len(spec) == 2:
+            spec = {"job_type": spec[0], "payload": spec[1]}
+        if not isinstance(spec, cabc.Mapping):
+            raise TypeError(
+                "a job must be a (job_type, payload) pair or a dict with 'job_type',"
+                f" 'payload' and enqueue options; got {type(spec).__name__}"
+            )
+        dicts.append({**spec, "job_id": check_job_id(spec.get("job_id"))})
+    return dicts
+
+
+def _after_commit(session: sa.orm.Session, call: cabc.Callable[[], object]) -> None:
+    """Eager mode has no outbox: run ``call`` once the session commits."""
+    if not session.in_transaction():
+        # Without a transaction a rollback would be a no-op with no event,
+        # and the job would run at the next, unrelated commit.
+        session.begin()
+    pending: list[cabc.Callable[[], object]]
+    pending = session.info.setdefault(_EAGER_PENDING, [])
+    pending.append(call)
+    if not sa.event.contains(session, "after_commit", _run_eager):
+        sa.event.listen(session, "after_commit", _run_eager)
+        sa.event.listen(session, "after_transaction_end", _drop_eager)
+
+
+def _run_eager(session: sa.orm.Session) -> None:
+    for call in session.info.pop(_EAGER_PENDING, []):
+        call()
+
+
+def _drop_eager(
+    session: sa.orm.Session, transaction: sa.orm.SessionTransaction
+) -> None:
+    if transaction.parent is None:
+        session.info.pop(_EAGER_PENDING, None)
