@@ -55,7 +55,8 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
 
     @blueprint.get("/")
     def queues() -> t.Any:
-        return respond("queues.html", queues_data(dashboard))
+        charts = request.args.get("charts") != "no"
+        return respond("queues.html", queues_data(dashboard, charts=charts))
 
     @blueprint.get("/queues/<name>/dead-letters")
     def dead_letters(name: str) -> t.Any:
@@ -103,8 +104,9 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         return respond("result.html", {**order, "confirmed": True, **result.as_dict()})
 
 
-def queues_data(dashboard: Dashboard) -> dict[str, t.Any]:
-    """Counts per queue and its DLQ, and the last hour's charts with a store."""
+def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any]:
+    """Counts per queue and its DLQ, and the last hour's charts with a store
+    (unless ``charts`` is False: the live refresh needs only the counts)."""
     app, jobs = dashboard.app(), dashboard.jobs
     names = list(jobs.config(app).queues)
     rows = []
@@ -126,6 +128,8 @@ def queues_data(dashboard: Dashboard) -> dict[str, t.Any]:
         "throughput_note": None,
         "generated_at": dt.datetime.now(dt.UTC),
     }
+    if not charts:
+        return data
     try:
         found = throughput(jobs, app, names, data["generated_at"])
     except Unavailable as exc:

@@ -205,6 +205,16 @@ def test_queues_page_charts_the_last_hour(
     assert '<rect class="failed"' in page
 
 
+def test_the_live_refresh_reads_counts_without_charts(
+    store_client: FlaskClient,
+) -> None:
+    data = store_client.get("/jobs/?charts=no", headers=JSON).get_json()
+
+    assert [q["queue"] for q in data["queues"]] == ["default", "other"]
+    assert data["queues"][0]["visible"] == 0
+    assert (data["throughput"], data["throughput_note"]) == (None, None)
+
+
 class BareStore(JobStore):
     """A store of another kind, which keeps neither job records nor workers."""
 
