@@ -78,8 +78,10 @@ def _store(jobs: SQSJobs, app: Flask) -> JobStore:
 
 
 def _records(jobs: SQSJobs, app: Flask) -> JobRecords:
+    # The retention bounds how far back DynamoDB's listing looks.
+    retention = jobs.config(app).record_retention_seconds
     try:
-        return _store(jobs, app).job_records()
+        return _store(jobs, app).job_records(retention_seconds=retention)
     except NotImplementedError:
         raise Unavailable(NOT_AVAILABLE.format(part="job records")) from None
 

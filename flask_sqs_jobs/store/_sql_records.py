@@ -162,12 +162,15 @@ class SQLWorkerRegistry:
 
 
 def _epoch_minute(engine: sa.Engine, column: t.Any) -> t.Any:
-    """Whole minutes since 1970 of a UTC datetime column, in SQL."""
+    """Whole minutes since 1970 of a UTC datetime column, in SQL (constants
+    inline, so the GROUP BY repeats the selected expression exactly)."""
+    sixty = sa.literal_column("60", sa.Integer())
     if engine.dialect.name == "sqlite":
         # SQLite keeps the naive UTC text; '%s' reads it as UTC.
-        seconds = sa.cast(sa.func.strftime("%s", column), sa.Integer)
-        return seconds // 60
-    return sa.cast(sa.func.floor(sa.extract("epoch", column) / 60), sa.BigInteger)
+        seconds = sa.func.strftime(sa.literal_column("'%s'"), column)
+        return sa.cast(seconds, sa.Integer) // sixty
+    epoch = sa.extract("epoch", column)
+    return sa.cast(sa.func.floor(epoch / sixty), sa.BigInteger)
 
 
 def _job_record(row: sa.RowMapping) -> r.JobRecord:
