@@ -265,3 +265,52 @@ def test_schedules_show_the_last_fire_the_store_knows(
     assert last == {"nightly": "2026-12-01T02:00:00Z", "hourly": None}
     assert "2026-12-01 02:00" in page
     assert "unknown" in page
+
+
+def test_jobs_run_by_the_app_show_on_every_page(
+    make_dashboard_app: MakeDashboardApp, sqs: SQSClient, tmp_path: pathlib.Path
+) -> None:
+    from flask_sqs_jobs import NonRetryableError
+
+    store = SQLAlchemyStore(f"sqlite:///{tmp_path / 'eager.db'}")
+    store.create_tables()
+    jobs = SQSJobs(boto_client=sqs, store=store)
+
+    @jobs.handler("resize")
+    def resize(payload: dict[str, t.Any]) -> dict[str, int]:
+        return {"width": payload["width"] // 2}
+
+    @jobs.handler("refuse")
+    def refuse(payload: dict[str, t.Any]) -> None:
+        raise NonRetryableError("not an image")
+
+    app = make_dashboard_app(jobs=jobs, config={"SQS_JOBS_EAGER": True})
+    with app.app_context():
+        jobs.enqueue("default", "resize", {"width": 640}, job_id="resize-1")
+        with pytest.raises(NonRetryableError):
+            jobs.enqueue("default", "refuse", {}, job_id="refuse-1")
+    client = app.test_client()
+
+    listed = client.get("/jobs/jobs", headers=JSON).get_json()["jobs"]
+    failed = client.get("/jobs/jobs?status=failed", headers=JSON).get_json()["jobs"]
+    one = client.get("/jobs/jobs/resize-1", headers=JSON).get_json()["job"]
+    queues = client.get("/jobs/", headers=JSON).get_json()
+    charts = queues["throughput"]
+    dead_letters = client.get("/jobs/queues/default/dead-letters")
+
+    assert {j["job_id"]: j["status"] for j in listed} == {
+        "resize-1": "succeeded",
+        "refuse-1": "failed",
+    }
+    assert [j["job_id"] for j in failed] == ["refuse-1"]
+    assert "not an image" in failed[0]["error"]
+    assert one["result"] == {"width": 320}
+    assert (sum(charts["succeeded"]["default"]), sum(charts["failed"]["default"])) == (
+        1,
+        1,
+    )
+    # Eager jobs never reach SQS: each queue says so instead of its counts.
+    assert queues["queues"][0]["error"].startswith("eager mode (SQS_JOBS_EAGER)")
+    assert dead_letters.status_code == 404
+    assert "No dead letters: eager mode" in dead_letters.get_data(as_text=True)
+    store.close()
