@@ -1,19 +1,14 @@
 """What the dashboard reads from the job store, in one place.
 
-Every expectation the store-backed pages have of the job records and the
-worker registry is here, so the pages work unchanged whatever shape those
-parts take, and say "not available" while a store lacks them:
-
-- ``store.job_records()`` returns an object with
-  ``recent(limit: int, status: str | None = None)``: records, newest first;
-  ``status="failed"`` gives the failed ones (``failed`` and ``dead_lettered``).
-- ``jobs.get_job(job_id)`` returns one record or None.
-- A record has SPEC's fields: ``job_id``, ``job_type``, ``queue``, ``status``,
-  ``attempts``, ``enqueued_at``, ``started_at``, ``finished_at``, ``result``,
-  ``error``, ``progress``.
-- ``store.worker_registry()`` returns an object with ``live()``: workers with
-  ``id``, ``host``, ``pid``, ``queues``, ``concurrency``, ``busy_slots``,
-  ``started_at``, ``last_seen_at``, ``version``.
+- recent and failed jobs: ``store.job_records().recent(limit, status=...)``
+  (failed: ``failed`` and ``dead_lettered``), newest update first;
+- one job: ``jobs.get_job(job_id)``;
+- workers: ``store.worker_registry().list()``, each ``live`` or ``lost`` by
+  the threshold of ``flask sqs-jobs workers``;
+- the charts: ``store.job_records().finished_per_minute(an hour ago)``, one
+  grouped count rather than the records themselves.
+A store that keeps no records or workers (``NotImplementedError``) makes the
+page say "not available".
 """
 
 from __future__ import annotations
@@ -26,8 +21,16 @@ import typing as t
 
 from flask import Flask
 
+from .._worker_presence import STALE_AFTER_SECONDS
+from ..store._records import DEAD_LETTERED
+from ..store._records import FAILED
+from ..store._records import JobRecords
+from ..store._records import minute_of
+from ..store._records import WorkerRegistry
+
 if t.TYPE_CHECKING:
     from .._extension import SQSJobs
+    from ..store._base import JobStore
 
 NEEDS_STORE = "needs a job store (SQS_JOBS_STORE_URL)"
 NOT_AVAILABLE = "not available: this job store keeps no {part}"
@@ -44,9 +47,11 @@ RECORD_FIELDS = (
     "result",
     "error",
     "progress",
+    "progress_message",
+    "updated_at",
 )
 WORKER_FIELDS = (
-    "id",
+    "worker_id",
     "host",
     "pid",
     "queues",
@@ -56,57 +61,65 @@ WORKER_FIELDS = (
     "last_seen_at",
     "version",
 )
-FAILED_STATUSES = frozenset({"failed", "dead_lettered"})
-#: Records read to draw the last hour's charts.
-CHART_RECORDS = 5000
+#: The statuses the failed jobs page and the charts' red bars count.
+FAILED_STATUSES = frozenset({FAILED, DEAD_LETTERED})
+#: The minutes the charts cover.
+CHART_MINUTES = 60
 
 
 class Unavailable(Exception):
     """A store-backed page cannot be shown; the text says why."""
 
 
-def _store(jobs: SQSJobs, app: Flask) -> t.Any:
+def _store(jobs: SQSJobs, app: Flask) -> JobStore:
     if not jobs.has_store(app):
         raise Unavailable(NEEDS_STORE)
     return jobs.store(app)
 
 
-def _records(jobs: SQSJobs, app: Flask) -> t.Any:
-    part = getattr(_store(jobs, app), "job_records", None)
-    if part is None:
-        raise Unavailable(NOT_AVAILABLE.format(part="job records"))
-    return part()
+def _records(jobs: SQSJobs, app: Flask) -> JobRecords:
+    # The retention bounds how far back DynamoDB's listing looks.
+    retention = jobs.config(app).record_retention_seconds
+    try:
+        return _store(jobs, app).job_records(retention_seconds=retention)
+    except NotImplementedError:
+        raise Unavailable(NOT_AVAILABLE.format(part="job records")) from None
+
+
+def _registry(jobs: SQSJobs, app: Flask) -> WorkerRegistry:
+    try:
+        return _store(jobs, app).worker_registry()
+    except NotImplementedError:
+        raise Unavailable(NOT_AVAILABLE.format(part="worker registry")) from None
 
 
 def recent_jobs(
-    jobs: SQSJobs, app: Flask, limit: int, status: str | None = None
+    jobs: SQSJobs, app: Flask, limit: int, *, failed: bool = False
 ) -> list[dict[str, t.Any]]:
-    """The newest ``limit`` records (``status="failed"``: only failed ones)."""
-    records = _records(jobs, app)
-    with app.app_context():
-        found = records.recent(limit, status=status)
+    """The ``limit`` most recently updated records (``failed``: only failed ones)."""
+    found = _records(jobs, app).recent(
+        limit, status=FAILED_STATUSES if failed else None
+    )
     return [as_fields(record, RECORD_FIELDS) for record in found]
 
 
 def one_job(jobs: SQSJobs, app: Flask, job_id: str) -> dict[str, t.Any] | None:
     """One job's record, or None when the store has none for ``job_id``."""
-    _store(jobs, app)
-    get_job = getattr(jobs, "get_job", None)
-    if get_job is None:
-        raise Unavailable(NOT_AVAILABLE.format(part="job records"))
-    with app.app_context():
-        record = get_job(job_id)
+    _records(jobs, app)
+    record = jobs.get_job(job_id, app=app)
     return None if record is None else as_fields(record, RECORD_FIELDS)
 
 
-def live_workers(jobs: SQSJobs, app: Flask) -> list[dict[str, t.Any]]:
-    """The workers that registered themselves and were seen recently."""
-    part = getattr(_store(jobs, app), "worker_registry", None)
-    if part is None:
-        raise Unavailable(NOT_AVAILABLE.format(part="worker registry"))
-    with app.app_context():
-        workers = part().live()
-    return [as_fields(worker, WORKER_FIELDS) for worker in workers]
+def workers(jobs: SQSJobs, app: Flask, now: dt.datetime) -> list[dict[str, t.Any]]:
+    """Every registered worker, oldest first, with ``state`` ``live`` or ``lost``
+    (not seen for ``STALE_AFTER_SECONDS``, as ``flask sqs-jobs workers`` says)."""
+    return [
+        {
+            **as_fields(worker, WORKER_FIELDS),
+            "state": "lost" if worker.is_lost(now, STALE_AFTER_SECONDS) else "live",
+        }
+        for worker in _registry(jobs, app).list()
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,23 +143,17 @@ class Throughput:
 def throughput(
     jobs: SQSJobs, app: Flask, queues: cabc.Iterable[str], now: dt.datetime
 ) -> Throughput:
-    """Count the records finished in each of the last 60 minutes."""
-    minutes = 60
-    end = now.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
-    start = end - dt.timedelta(minutes=minutes)
+    """The records finished in each of the last 60 minutes (the current one last):
+    failed and dead-lettered ones as failed, the others as succeeded."""
+    minutes = CHART_MINUTES
+    start = minute_of(now) - dt.timedelta(minutes=minutes - 1)
     succeeded = {name: [0] * minutes for name in queues}
     failed = {name: [0] * minutes for name in succeeded}
-    for record in recent_jobs(jobs, app, CHART_RECORDS):
-        finished = record.get("finished_at")
-        if (
-            not isinstance(finished, dt.datetime)
-            or record.get("queue") not in succeeded
-        ):
-            continue
-        index = int((finished - start).total_seconds() // 60)
-        if 0 <= index < minutes:
-            target = failed if record.get("status") in FAILED_STATUSES else succeeded
-            target[record["queue"]][index] += 1
+    for group in _records(jobs, app).finished_per_minute(start):
+        index = int((group.minute - start).total_seconds() // 60)
+        if group.queue in succeeded and 0 <= index < minutes:
+            target = failed if group.status in FAILED_STATUSES else succeeded
+            target[group.queue][index] += group.count
     return Throughput(start, minutes, succeeded, failed)
 
 

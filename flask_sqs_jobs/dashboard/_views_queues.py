@@ -48,6 +48,8 @@ PREVIEW_CHARS = 2000
 ACTIONS = ("redrive", "delete")
 SCOPES = ("selected", "all")
 MAX_MESSAGE_ID = 128
+#: A queue's row in eager mode, where jobs run at once and never reach SQS.
+EAGER_NOTE = "eager mode (SQS_JOBS_EAGER): jobs run at once and no SQS queue is used"
 
 
 def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
@@ -55,7 +57,8 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
 
     @blueprint.get("/")
     def queues() -> t.Any:
-        return respond("queues.html", queues_data(dashboard))
+        charts = request.args.get("charts") != "no"
+        return respond("queues.html", queues_data(dashboard, charts=charts))
 
     @blueprint.get("/queues/<name>/dead-letters")
     def dead_letters(name: str) -> t.Any:
@@ -103,13 +106,19 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         return respond("result.html", {**order, "confirmed": True, **result.as_dict()})
 
 
-def queues_data(dashboard: Dashboard) -> dict[str, t.Any]:
-    """Counts per queue and its DLQ, and the last hour's charts with a store."""
+def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any]:
+    """Counts per queue and its DLQ, and the last hour's charts with a store
+    (unless ``charts`` is False: the live refresh needs only the counts)."""
     app, jobs = dashboard.app(), dashboard.jobs
     names = list(jobs.config(app).queues)
     rows = []
+    eager = jobs.config(app).eager
     for name in names:
         entry: dict[str, t.Any] = {"queue": name, "error": None, "dead_letter": None}
+        if eager:
+            entry["error"] = EAGER_NOTE
+            rows.append(entry)
+            continue
         try:
             queue = jobs.queues(app).queue(name)
             entry.update(counts(queue).as_dict())
@@ -126,6 +135,8 @@ def queues_data(dashboard: Dashboard) -> dict[str, t.Any]:
         "throughput_note": None,
         "generated_at": dt.datetime.now(dt.UTC),
     }
+    if not charts:
+        return data
     try:
         found = throughput(jobs, app, names, data["generated_at"])
     except Unavailable as exc:
@@ -199,6 +210,8 @@ def _configured(dashboard: Dashboard, name: str) -> SqsQueue:
     app = dashboard.app()
     if name not in dashboard.jobs.config(app).queues:
         abort(404, description="No such queue in SQS_JOBS_QUEUES.")
+    if dashboard.jobs.config(app).eager:
+        abort(404, description=f"No dead letters: {EAGER_NOTE}.")
     return dashboard.jobs.queues(app).queue(name)
 
 

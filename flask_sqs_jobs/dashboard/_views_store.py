@@ -12,10 +12,10 @@ from flask import request
 
 from ._blueprint import Dashboard
 from ._blueprint import respond
-from ._store_views import live_workers
 from ._store_views import one_job
 from ._store_views import recent_jobs
 from ._store_views import Unavailable
+from ._store_views import workers
 
 log = structlog.get_logger(__name__)
 
@@ -43,10 +43,7 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
             data["jobs"] = [
                 _hide_result(record, dashboard)
                 for record in recent_jobs(
-                    dashboard.jobs,
-                    dashboard.app(),
-                    limit,
-                    status="failed" if failed else None,
+                    dashboard.jobs, dashboard.app(), limit, failed=failed
                 )
             ]
         except Unavailable as exc:
@@ -68,9 +65,10 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
 
     @blueprint.get("/workers")
     def workers_page() -> t.Any:
+        now = dt.datetime.now(dt.UTC)
         data: dict[str, t.Any] = {"workers": [], "note": None}
         try:
-            data["workers"] = live_workers(dashboard.jobs, dashboard.app())
+            data["workers"] = workers(dashboard.jobs, dashboard.app(), now)
         except Unavailable as exc:
             data["note"] = str(exc)
         return respond("workers.html", data)

@@ -174,9 +174,13 @@ class DynamoDBJobRecords:
         return None if item is None else _job_record(item)
 
     def recent(
-        self, limit: int = 50, *, status: str | None = None, queue: str | None = None
+        self,
+        limit: int = 50,
+        *,
+        status: r.StatusFilter = None,
+        queue: str | None = None,
     ) -> list[r.JobRecord]:
-        r.check_status(status)
+        statuses = r.check_status(status)
         now = dt.datetime.now(dt.UTC)
         found: list[r.JobRecord] = []
         seen: set[str] = set()
@@ -185,7 +189,7 @@ class DynamoDBJobRecords:
             ids = [i for i in self._ids_of_hour(hour) if i not in seen]
             seen.update(ids)
             for record in self._records(ids):
-                if (status is None or record.status == status) and (
+                if (statuses is None or record.status in statuses) and (
                     queue is None or record.queue == queue
                 ):
                     found.append(record)
@@ -193,21 +197,46 @@ class DynamoDBJobRecords:
                         return found
         return found
 
-    def _ids_of_hour(self, hour: dt.datetime) -> list[str]:
-        ids: list[str] = []
+    def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
+        """Read the listing entries written since ``since`` (one query per hour),
+        then the records they name (batches of 100), and count in Python."""
+        since = since.astimezone(dt.UTC)
+        now = dt.datetime.now(dt.UTC)
+        ids: dict[str, None] = {}
+        hour = since.replace(minute=0, second=0, microsecond=0)
+        while hour <= now:
+            ids.update(dict.fromkeys(self._ids_of_hour(hour, since)))
+            hour += dt.timedelta(hours=1)
+        counts: dict[tuple[dt.datetime, str, str], int] = {}
+        for record in self._records(list(ids)):
+            if record.finished_at is not None and record.finished_at >= since:
+                key = (r.minute_of(record.finished_at), record.queue, record.status)
+                counts[key] = counts.get(key, 0) + 1
+        return [r.MinuteCount(*key, count) for key, count in counts.items()]
+
+    def _ids_of_hour(
+        self, hour: dt.datetime, since: dt.datetime | None = None
+    ) -> list[str]:
+        """The jobs of an hour's listing entries (written at or after ``since``)."""
+        ids: dict[str, None] = {}
+        condition = "#pk = :pk"
+        names = {"#pk": PARTITION_KEY}
+        values = {":pk": s_value(f"jobs#{hour:%Y%m%d%H}")}
+        if since is not None:
+            condition += " AND #sk >= :since"
+            names["#sk"] = SORT_KEY
+            values[":since"] = s_value(since.isoformat())
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": PARTITION_KEY},
-            ExpressionAttributeValues={":pk": s_value(f"jobs#{hour:%Y%m%d%H}")},
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
             ScanIndexForward=False,
         )
         for page in pages:
             for item in page.get("Items", []):
-                job_id = item["job_id"]["S"]
-                if job_id not in ids:
-                    ids.append(job_id)
-        return ids
+                ids.setdefault(item["job_id"]["S"])
+        return list(ids)
 
     def _records(self, ids: list[str]) -> list[r.JobRecord]:
         """The records of ``ids``, in the same order (missing ones left out)."""

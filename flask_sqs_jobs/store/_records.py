@@ -55,6 +55,9 @@ RESTARTS = frozenset({RUNNING, DEFERRED})
 #: A progress update: changes ``progress`` and ``progress_message`` only.
 PROGRESS = "progress"
 
+#: A ``status`` filter of ``recent``: one status, or any of several.
+StatusFilter: t.TypeAlias = str | cabc.Collection[str] | None
+
 
 @dataclasses.dataclass(frozen=True)
 class JobRecord:
@@ -148,6 +151,17 @@ class JobEvent:
         return RUNNING if self.status == PROGRESS else self.status
 
 
+@dataclasses.dataclass(frozen=True)
+class MinuteCount:
+    """How many records of one queue and status finished within one minute."""
+
+    #: The minute's start (aware UTC).
+    minute: dt.datetime
+    queue: str
+    status: str
+    count: int
+
+
 class JobRecords(t.Protocol):
     """The job records of a store (``store.job_records()``)."""
 
@@ -158,9 +172,17 @@ class JobRecords(t.Protocol):
         """The record of ``job_id``, or None."""
 
     def recent(
-        self, limit: int = 50, *, status: str | None = None, queue: str | None = None
+        self, limit: int = 50, *, status: StatusFilter = None, queue: str | None = None
     ) -> list[JobRecord]:
-        """The most recently updated records, newest first."""
+        """The most recently updated records, newest first.
+
+        :param status: only records with this status, or with any of these
+            (``("failed", "dead_lettered")``).
+        """
+
+    def finished_per_minute(self, since: dt.datetime) -> list[MinuteCount]:
+        """Count the records finished at or after ``since`` per minute, queue and
+        status (one entry per non-empty group, in no particular order)."""
 
     def prune(self, older_than: dt.datetime) -> int:
         """Delete records not updated since ``older_than``; return how many."""
@@ -228,12 +250,24 @@ def _fold(old: JobEvent, new: JobEvent) -> JobEvent:
     return dataclasses.replace(new, **changes)
 
 
-def check_status(status: str | None) -> None:
-    """Refuse a status filter that no record can have."""
-    if status is not None and status not in STATUSES:
-        raise ValueError(
-            f"unknown job status {status!r}; use one of {', '.join(STATUSES)}"
-        )
+def check_status(status: StatusFilter) -> frozenset[str] | None:
+    """The statuses ``status`` names (None: any); refuse one no record can have."""
+    if status is None:
+        return None
+    wanted = frozenset((status,) if isinstance(status, str) else status)
+    for each in sorted(wanted):
+        if each not in STATUSES:
+            raise ValueError(
+                f"unknown job status {each!r}; use one of {', '.join(STATUSES)}"
+            )
+    if not wanted:
+        raise ValueError(f"no job status given; use one of {', '.join(STATUSES)}")
+    return wanted
+
+
+def minute_of(at: dt.datetime) -> dt.datetime:
+    """The start of ``at``'s minute, in UTC."""
+    return at.astimezone(dt.UTC).replace(second=0, microsecond=0)
 
 
 def _json_dict(record: JobRecord | WorkerRecord) -> dict[str, t.Any]:

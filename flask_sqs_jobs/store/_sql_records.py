@@ -68,17 +68,39 @@ class SQLJobRecords:
         return None if row is None else _job_record(row._mapping)
 
     def recent(
-        self, limit: int = 50, *, status: str | None = None, queue: str | None = None
+        self,
+        limit: int = 50,
+        *,
+        status: r.StatusFilter = None,
+        queue: str | None = None,
     ) -> list[r.JobRecord]:
-        r.check_status(status)
+        statuses = r.check_status(status)
         query = sa.select(jobs).order_by(jobs.c.updated_at.desc()).limit(limit)
-        if status is not None:
-            query = query.where(jobs.c.status == status)
+        if statuses is not None:
+            query = query.where(jobs.c.status.in_(sorted(statuses)))
         if queue is not None:
             query = query.where(jobs.c.queue == queue)
         with self._engine.connect() as connection:
             rows = connection.execute(query).all()
         return [_job_record(row._mapping) for row in rows]
+
+    def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
+        """One ``GROUP BY`` over the rows updated since ``since`` (an indexed range:
+        a record's last write is never before it finished)."""
+        minute = _epoch_minute(self._engine, jobs.c.finished_at).label("minute")
+        query = (
+            sa.select(minute, jobs.c.queue, jobs.c.status, sa.func.count())
+            .where(jobs.c.updated_at >= since, jobs.c.finished_at >= since)
+            .group_by(minute, jobs.c.queue, jobs.c.status)
+        )
+        with self._engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [
+            r.MinuteCount(
+                dt.datetime.fromtimestamp(int(at) * 60, dt.UTC), queue, status, count
+            )
+            for at, queue, status, count in rows
+        ]
 
     def prune(self, older_than: dt.datetime) -> int:
         with self._engine.begin() as connection:
@@ -137,6 +159,18 @@ class SQLWorkerRegistry:
                 sa.select(workers).order_by(workers.c.started_at, workers.c.worker_id)
             ).all()
         return [_worker_record(row._mapping) for row in rows]
+
+
+def _epoch_minute(engine: sa.Engine, column: t.Any) -> t.Any:
+    """Whole minutes since 1970 of a UTC datetime column, in SQL (constants
+    inline, so the GROUP BY repeats the selected expression exactly)."""
+    sixty = sa.literal_column("60", sa.Integer())
+    if engine.dialect.name == "sqlite":
+        # SQLite keeps the naive UTC text; '%s' reads it as UTC.
+        seconds = sa.func.strftime(sa.literal_column("'%s'"), column)
+        return sa.cast(seconds, sa.Integer) // sixty
+    epoch = sa.extract("epoch", column)
+    return sa.cast(sa.func.floor(epoch / sixty), sa.BigInteger)
 
 
 def _job_record(row: sa.RowMapping) -> r.JobRecord:

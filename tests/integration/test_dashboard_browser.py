@@ -10,18 +10,19 @@ from __future__ import annotations
 import collections.abc as cabc
 import datetime as dt
 import json
+import pathlib
 import threading
 import typing as t
 
 import pytest
 from flask import Flask
+from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.dashboard._security import CONTENT_SECURITY_POLICY
+from flask_sqs_jobs.store import SQLAlchemyStore
 from werkzeug.serving import make_server
 
-from tests.dashboard.fake_store import FakeStore
-from tests.dashboard.fake_store import Record
-from tests.dashboard.fake_store import RecordingJobs
-from tests.dashboard.fake_store import Worker
+from tests.dashboard.store_records import record_job
+from tests.dashboard.store_records import register_worker
 from tests.support import message_count
 
 from .browser import chromium
@@ -31,46 +32,45 @@ from .conftest import unique_name
 from .helpers import wait_until
 
 if t.TYPE_CHECKING:
-    import pathlib
-
     from mypy_boto3_sqs.client import SQSClient
     from selenium.webdriver.remote.webdriver import WebDriver
 
     from .conftest import MakeQueue
 
-NOW = dt.datetime.now(dt.UTC)
 
-
-def _store() -> FakeStore:
-    store = FakeStore()
+def _store(path: pathlib.Path) -> SQLAlchemyStore:
+    """A SQLite store with an hour of finished jobs, a live and a lost worker."""
+    store = SQLAlchemyStore(f"sqlite:///{path}")
+    store.create_tables()
+    now = dt.datetime.now(dt.UTC)
     for minute in range(0, 60, 3):
-        finished = NOW - dt.timedelta(minutes=minute)
         failed = minute % 15 == 0
-        store.records.append(
-            Record(
-                f"job-{minute:02d}",
-                "charge_card" if failed else "send_welcome_email",
-                "default",
-                "dead_lettered" if failed else "succeeded",
-                attempts=5 if failed else 1,
-                enqueued_at=finished - dt.timedelta(seconds=4),
-                started_at=finished - dt.timedelta(seconds=2),
-                finished_at=finished,
-                result=None if failed else {"sent": True},
-                error="CardDeclined: insufficient funds" if failed else None,
-                progress={"fraction": 1.0, "message": "done"},
-            )
+        record_job(
+            store,
+            f"job-{minute:02d}",
+            "charge_card" if failed else "send_welcome_email",
+            "dead_lettered" if failed else "succeeded",
+            now - dt.timedelta(minutes=minute),
+            attempts=5 if failed else 1,
+            result=None if failed else {"sent": True},
+            error="CardDeclined: insufficient funds" if failed else None,
+            progress=None if failed else 1.0,
+            progress_message=None if failed else "done",
         )
-    store.workers = [
-        Worker("w-1", "web-1", 4242, ["default"], 4, 1, NOW, NOW, "0.1.0"),
-        Worker("w-2", "web-2", 977, ["default", "reports"], 2, 0, NOW, NOW, "0.1.0"),
-    ]
+    register_worker(store, "web-1", 4242, now, busy_slots=1)
+    register_worker(
+        store,
+        "web-2",
+        977,
+        now - dt.timedelta(minutes=10),
+        queues=("default", "reports"),
+    )
     return store
 
 
 @pytest.fixture
 def served(
-    sqs_client: SQSClient, make_queue: MakeQueue
+    sqs_client: SQSClient, make_queue: MakeQueue, tmp_path: pathlib.Path
 ) -> cabc.Iterator[tuple[str, str, str]]:
     """The app with the dashboard at /jobs on a real HTTP server: (base, queue, DLQ)."""
     dlq = make_queue("dash-dlq")
@@ -80,7 +80,8 @@ def served(
     app.config.update(
         SECRET_KEY="browser-test", SQS_JOBS_QUEUES={"default": {"name": name}}
     )
-    jobs = RecordingJobs(app, boto_client=sqs_client, store=_store())
+    store = _store(tmp_path / "jobs.db")
+    jobs = SQSJobs(app, boto_client=sqs_client, store=store)
 
     @jobs.periodic("nightly_report", cron="0 3 * * *", timezone="Europe/Berlin")
     def nightly_report(payload: dict[str, t.Any]) -> None: ...
@@ -106,6 +107,7 @@ def served(
         server.shutdown()
         thread.join(timeout=10)
         server.server_close()
+        store.close()
 
 
 DEAD_LETTERS = [
@@ -178,6 +180,7 @@ def test_redrive_through_the_browser(
         assert driver.title == "probe"
 
         _visit(driver, f"{base}/", folder, "queues")
+        assert "20 finished, 4 failed" in _text(driver, "td.chart")
         assert (
             driver.find_element(By.CSS_SELECTOR, '[data-field="dead_letter"]').text
             == "3"
@@ -220,5 +223,8 @@ def test_redrive_through_the_browser(
         assert "CardDeclined" in _text(driver, "dl")
         _settled(driver, folder, "job")
         _visit(driver, f"{base}/workers", folder, "workers")
+        states = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".status")]
+        assert states == ["lost", "live"]  # oldest first: web-2 started first
+        assert "web-1:4242" in _text(driver, "table")
         _visit(driver, f"{base}/schedules", folder, "schedules")
         assert "nightly_report" in _text(driver, "table")

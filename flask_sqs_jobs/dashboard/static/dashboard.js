@@ -6,7 +6,10 @@
   var REFRESH_MS = 5000;
 
   function refreshQueues() {
-    fetch(window.location.href, {
+    // Only the counts change every few seconds: the charts are not read again.
+    var url = new URL(window.location.href);
+    url.searchParams.set("charts", "no");
+    fetch(url.toString(), {
       headers: { Accept: "application/json" },
       credentials: "same-origin",
       cache: "no-store",
