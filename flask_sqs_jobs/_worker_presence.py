@@ -1,8 +1,9 @@
 """The worker's row in the store: registered at start, refreshed, removed at stop.
 
-It also prunes job records past ``SQS_JOBS_RECORD_RETENTION_SECONDS``, at
-most once an hour per worker: one indexed ``DELETE`` (nothing on DynamoDB,
-whose TTL deletes old records).
+It also prunes, at most once an hour per worker, job records past
+``SQS_JOBS_RECORD_RETENTION_SECONDS`` and idempotency keys past their time to
+live: one indexed ``DELETE`` each (nothing on DynamoDB, whose TTL deletes old
+items).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ STALE_AFTER_SECONDS = 60.0
 PRUNE_SECONDS = 3600.0
 
 
+#: The store part a failed housekeeping action is counted under.
+_STORE_PARTS = {"prune": "job_records", "forget_keys": "idempotency"}
+
+
 def package_version() -> str:
     try:
         return importlib.metadata.version("flask-sqs-jobs")
@@ -51,6 +56,8 @@ class WorkerPresence:
 
     :param busy_slots: reads the worker's running jobs at each refresh.
     :param records: the job records to prune, or None (no pruning).
+    :param forget_expired_keys: deletes expired idempotency keys and returns
+        how many, or None (the store's TTL does it, or it keeps none).
     """
 
     name = "worker_presence"
@@ -63,6 +70,7 @@ class WorkerPresence:
         concurrency: int,
         busy_slots: cabc.Callable[[], int],
         records: JobRecords | None = None,
+        forget_expired_keys: cabc.Callable[[], int] | None = None,
         retention_seconds: float = 604800,
         refresh_seconds: float = REFRESH_SECONDS,
         prune_seconds: float = PRUNE_SECONDS,
@@ -72,6 +80,7 @@ class WorkerPresence:
         self.worker_id = f"{host}:{pid}:{secrets.token_hex(4)}"
         self._registry = registry
         self._records = records
+        self._forget_expired_keys = forget_expired_keys
         self._busy_slots = busy_slots
         self._retention = dt.timedelta(seconds=retention_seconds)
         self._refresh_seconds = refresh_seconds
@@ -120,9 +129,12 @@ class WorkerPresence:
             due = pruned_at is None or (now - pruned_at).total_seconds() >= (
                 self._prune_seconds
             )
-            if self._records is not None and due:
+            if due:
                 pruned_at = now
-                self._attempt("prune", self._prune, now)
+                if self._records is not None:
+                    self._attempt("prune", self._prune, now)
+                if self._forget_expired_keys is not None:
+                    self._attempt("forget_keys", self._forget_keys)
 
     def _register(self) -> bool:
         now = _now()
@@ -143,6 +155,12 @@ class WorkerPresence:
         if deleted:
             log.info("job_records_pruned", deleted=deleted)
 
+    def _forget_keys(self) -> None:
+        assert self._forget_expired_keys is not None
+        deleted = self._forget_expired_keys()
+        if deleted:
+            log.info("idempotency_keys_forgotten", deleted=deleted)
+
     def _attempt(
         self, action: str, func: cabc.Callable[..., object], *args: object
     ) -> object:
@@ -150,7 +168,7 @@ class WorkerPresence:
         try:
             return func(*args)
         except Exception as exc:
-            count_store_error("workers" if action != "prune" else "job_records")
+            count_store_error(_STORE_PARTS.get(action, "workers"))
             log.warning(
                 "worker_registry_failed",
                 action=action,
@@ -177,9 +195,20 @@ def presence_of(
             records=store.job_records(retention_seconds=retention)
             if config.record_jobs
             else None,
+            forget_expired_keys=_key_forgetting(store),
             retention_seconds=config.record_retention_seconds,
         )
     ]
+
+
+def _key_forgetting(store: t.Any) -> cabc.Callable[[], int] | None:
+    """The store's way to delete expired idempotency keys, if it needs one."""
+    try:
+        keys = store.idempotency_keys()
+    except NotImplementedError:
+        return None
+    forget = getattr(keys, "forget_expired", None)
+    return forget if callable(forget) else None
 
 
 def _now() -> dt.datetime:

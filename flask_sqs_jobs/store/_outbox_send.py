@@ -17,6 +17,7 @@ import structlog
 
 from ..engine._batch_enqueue import _send_staged as send_staged
 from ..engine._exceptions import UnknownQueueError
+from ..engine._producer import report_enqueued
 from ..engine._untrusted import loggable_text
 from ..engine._wire import MAX_BATCH_ENTRIES
 from . import _outbox_rows
@@ -38,6 +39,8 @@ class SendReport:
     """What one pass sent and what failed (row id -> (attempts so far, error))."""
 
     sent: list[int] = dataclasses.field(default_factory=list)
+    #: row id -> the MessageId SQS gave it.
+    message_ids: dict[int, str] = dataclasses.field(default_factory=dict)
     failed: dict[int, tuple[int, str]] = dataclasses.field(default_factory=dict)
 
     @property
@@ -71,6 +74,12 @@ def send_rows(group: QueueGroup, rows: list[OutboxRow], via: str) -> SendReport:
             _send_in_order(queue, name, queue_rows, report, via)
         else:
             _send_at_once(queue, name, queue_rows, report, via)
+        for row in queue_rows:
+            if row.id in report.message_ids:
+                # The job's enqueue is complete only now: log it, and tell
+                # the hooks (signals, job records) as a direct send would.
+                message_id = report.message_ids[row.id]
+                report_enqueued(group.hooks, row.job(name), message_id, via=via)
     return report
 
 
@@ -142,14 +151,7 @@ def _record(
     for row, result in zip(rows, results, strict=True):
         if isinstance(result, str):
             report.sent.append(row.id)
-            job_log.info(
-                "job_enqueued",
-                queue=name,
-                job_type=loggable_text(row.job_type),
-                job_id=loggable_text(row.job_id),
-                message_id=result,
-                via=via,
-            )
+            report.message_ids[row.id] = result
         else:
             report.failed[row.id] = (row.attempts, f"{result[0]}: {result[1]}")
 

@@ -62,7 +62,9 @@ class SQLAlchemyStore(JobStore):
                     " 'postgresql+psycopg://user@host/dbname'"
                 ) from None
             self._engine = _create_engine(url)
-        elif hasattr(bind, "engine") and hasattr(bind, "session"):
+        elif hasattr(type(bind), "engine") and hasattr(bind, "session"):
+            # Looked up on the type: Flask-SQLAlchemy's ``db.engine`` needs an
+            # app context, and the store may be built before there is one.
             self._db = bind
         else:
             raise TypeError(

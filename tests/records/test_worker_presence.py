@@ -85,3 +85,30 @@ def test_a_store_failure_is_logged_and_the_service_keeps_going(
     eventually(lambda: store_error_counts().get("workers", 0) >= before + 3)
     presence.stop()
     broken.close()
+
+
+def test_presence_forgets_expired_idempotency_keys(store: SQLAlchemyStore) -> None:
+    keys = store.idempotency_keys()
+    for key, ttl in (("expired", 0.001), ("kept", 3600.0)):
+        claim = keys.claim(key, payload_hash="h", job_id=key, lease_seconds=60)
+        assert claim.token is not None
+        keys.complete(key, claim.token, result=None, ttl_seconds=ttl)
+    presence = WorkerPresence(
+        store.worker_registry(),
+        queues=["default"],
+        concurrency=1,
+        busy_slots=lambda: 0,
+        forget_expired_keys=getattr(keys, "forget_expired"),  # noqa: B009
+        refresh_seconds=0.05,
+    )
+
+    def stored_keys() -> set[str]:
+        with store.engine.connect() as connection:
+            rows = connection.exec_driver_sql("SELECT key FROM sqs_jobs_idempotency")
+            return {row[0] for row in rows}
+
+    presence.start()
+    try:
+        eventually(lambda: stored_keys() == {"kept"})
+    finally:
+        presence.stop()

@@ -38,13 +38,22 @@ class Outbox(t.NamedTuple):
 
 
 @pytest.fixture
-def outbox(sqs: SQSClient, store_url: str) -> cabc.Iterator[Outbox]:
-    """An app with a store at ``store_url``, and a session of its own on it."""
+def outbox(
+    sqs: SQSClient, store_url: str, request: pytest.FixtureRequest
+) -> cabc.Iterator[Outbox]:
+    """An app with a store at ``store_url``, and a session of its own on it.
+
+    Job records are off (their writer thread would outlive the test's store)
+    unless the test is marked ``with_records``; such a test reads its records
+    with ``jobs.get_job``, which waits for the writes.
+    """
     url = create_queue(sqs, "outbox-default")
     app = Flask(__name__)
     app.config.update(
         SQS_JOBS_QUEUES={"default": {"name": "outbox-default"}},
         SQS_JOBS_STORE_URL=store_url,
+        SQS_JOBS_RECORD_JOBS=request.node.get_closest_marker("with_records")
+        is not None,
     )
     jobs = SQSJobs(app, boto_client=sqs)
     store = t.cast(SQLAlchemyStore, jobs.store(app))
@@ -117,6 +126,35 @@ def test_a_commit_sends_the_job_once_with_its_job_id(outbox: Outbox) -> None:
     assert pending_rows(outbox.store) == []
 
 
+@pytest.mark.with_records
+def test_the_send_reports_the_enqueue_to_signals_and_job_records(
+    outbox: Outbox,
+) -> None:
+    from flask_sqs_jobs import signals
+
+    seen: list[tuple[str | None, str, str]] = []
+
+    def on_enqueued(sender: Flask, job: Job, queue: str, message_id: str) -> None:
+        seen.append((job.job_id, queue, message_id))
+
+    with signals.job_enqueued.connected_to(on_enqueued, outbox.app):
+        job_id = outbox.jobs.enqueue(
+            "default", "welcome", {"user_id": 1}, session=outbox.session
+        )
+        assert seen == []  # not before the commit
+        outbox.session.commit()
+        assert flush_all()
+    sent = outbox.sqs.receive_message(QueueUrl=outbox.queue_url)["Messages"]
+    assert seen == [(job_id, "default", sent[0]["MessageId"])]
+    record = outbox.jobs.get_job(job_id)
+    assert record is not None
+    assert (record.status, record.job_type, record.queue) == (
+        "queued",
+        "welcome",
+        "default",
+    )
+
+
 def test_nothing_is_in_sqs_before_the_commit(outbox: Outbox) -> None:
     outbox.jobs.enqueue("default", "welcome", {}, session=outbox.session)
     outbox.session.flush()
@@ -186,6 +224,7 @@ def test_the_job_is_encoded_as_a_send_would(
     url = sqs.get_queue_url(QueueName="outbox-mw")["QueueUrl"]
     app = Flask(__name__)
     app.config.update(
+        SQS_JOBS_RECORD_JOBS=False,  # see the outbox fixture
         SQS_JOBS_QUEUES={"default": {"name": "outbox-mw"}},
         SQS_JOBS_STORE_URL=store_url,
     )
@@ -281,6 +320,7 @@ def fifo_app(outbox: Outbox) -> cabc.Iterator[Flask]:
     create_queue(outbox.sqs, "outbox-order.fifo", fifo=True)
     app = Flask(__name__)
     app.config.update(
+        SQS_JOBS_RECORD_JOBS=False,  # see the outbox fixture
         SQS_JOBS_QUEUES={"orders": {"name": "outbox-order.fifo"}},
     )
     SQSJobs(app, boto_client=outbox.sqs, store=outbox.store)
@@ -389,6 +429,7 @@ def test_large_payloads_go_through_s3_at_send_time(
     url = create_queue(sqs, "outbox-big")
     app = Flask(__name__)
     app.config.update(
+        SQS_JOBS_RECORD_JOBS=False,  # see the outbox fixture
         SQS_JOBS_QUEUES={"default": {"name": "outbox-big"}},
         SQS_JOBS_STORE_URL=store_url,
         SQS_JOBS_LARGE_PAYLOADS={"bucket": "outbox-payloads", "always": True},
@@ -521,6 +562,7 @@ def test_flask_sqlalchemy_db_session_with_the_store_on_db(
     url = create_queue(sqs, "outbox-fsa")
     app = Flask(__name__)
     app.config.update(
+        SQS_JOBS_RECORD_JOBS=False,  # see the outbox fixture
         SQS_JOBS_QUEUES={"default": {"name": "outbox-fsa"}},
         SQLALCHEMY_DATABASE_URI=store_url,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 import sqlalchemy as sa
 from flask import Flask
@@ -71,3 +73,17 @@ def test_features_needing_a_store_name_the_setting() -> None:
     jobs = SQSJobs(app)
     with app.app_context(), pytest.raises(RuntimeError, match="SQS_JOBS_STORE_URL"):
         jobs.store()
+
+
+def test_a_flask_sqlalchemy_db_is_accepted_before_any_app_context(
+    tmp_path: pathlib.Path,
+) -> None:
+    from flask_sqlalchemy import SQLAlchemy
+
+    db = SQLAlchemy()
+    store = SQLAlchemyStore(db)  # no app context yet: the engine is looked up later
+    app = Flask(__name__)
+    app.config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{tmp_path / 'app.db'}"
+    db.init_app(app)
+    with app.app_context():
+        assert "sqs_jobs_outbox: created" in store.create_tables()
