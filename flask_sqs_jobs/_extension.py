@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
-import datetime
 import threading
 import typing as t
 import weakref
@@ -18,28 +17,22 @@ from ._config import Config
 from ._config import load_config
 from ._hooks import FlaskHooks
 from ._idempotent_handlers import eager_store_options
-from ._idempotent_handlers import handler_options
 from ._idempotent_handlers import worker_store_options
-from ._job_type_check import check_known_job_type
-from ._job_type_check import check_known_job_types
 from ._large_payloads_setup import make_large_payloads
+from ._producing import Producing
 from ._recording import with_records
+from ._registering import Registering
 from ._request_id import add_request_id_header
-from ._request_id import current_request_id
 from ._sqs_client import make_sqs_client
 from ._store_setup import make_store
 from ._tasks import TaskRegistry
-from .engine._batch_enqueue import JobSpec
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
-from .engine._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from .engine._handlers import HandlerFunc
 from .engine._handlers import JobHandler
 from .engine._hooks import Hooks
-from .engine._job import JSONObject
 from .engine._middleware import JobMiddleware
 from .engine._queue_group import QueueGroup
-from .engine._retry import Retry
 from .engine._worker import JobWorker
 from .store._base import JobStore
 
@@ -64,7 +57,7 @@ class _State:
     store: JobStore | None = None
 
 
-class SQSJobs(TaskRegistry):
+class SQSJobs(Registering, Producing, TaskRegistry):
     """Background jobs through Amazon SQS for a Flask app.
 
     Create it once, register handlers on it, and bind it to the app (in an
@@ -156,101 +149,6 @@ class SQSJobs(TaskRegistry):
 
         app.cli.add_command(worker_command)
         app.cli.add_command(jobs_command)
-
-    def handler(
-        self,
-        job_type: str,
-        *,
-        max_runtime_seconds: float | None = None,
-        retry: Retry | None = None,
-        idempotent: bool = False,
-        idempotency_key: cabc.Callable[[JSONObject], str] | None = None,
-        idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS,
-    ) -> cabc.Callable[[F], F]:
-        """Register the decorated function as the handler of ``job_type``.
-
-        The function takes the job's payload (a dict); it may be ``async def``.
-        Delivery is at least once, so make it idempotent.
-
-        :param max_runtime_seconds: overrides the queue's limit for this job type.
-        :param retry: a :class:`~flask_sqs_jobs.Retry` policy for this job type,
-            overriding the queue's ``retry_backoff_seconds``.
-        :param idempotent: run each job id at most once (needs a store); see
-            ``docs/idempotency.md``.
-        :param idempotency_key: the key from the payload instead of the job id
-            (implies ``idempotent``).
-        :param idempotency_ttl_seconds: how long a completed key is remembered.
-        """
-        if not isinstance(job_type, str) or not job_type:
-            raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
-        options = handler_options(
-            job_type, idempotent, idempotency_key, idempotency_ttl_seconds
-        )
-
-        def decorator(func: F) -> F:
-            existing = self.handlers.get(job_type)
-            if existing is not None and existing.func is not func:
-                raise ValueError(
-                    f"job type {job_type!r} already has a handler"
-                    f" ({existing.func.__module__}.{existing.func.__qualname__});"
-                    " each job type has exactly one"
-                )
-            self.handlers[job_type] = JobHandler(
-                func, max_runtime_seconds, retry=retry, **options
-            )
-            return func
-
-        return decorator
-
-    def periodic(
-        self,
-        name: str,
-        *,
-        cron: str,
-        timezone: str = "UTC",
-        queue: str = "default",
-        payload: JSONObject | None = None,
-        catch_up: bool = False,
-    ) -> cabc.Callable[[F], F]:
-        """Register the decorated function as job type ``name``, run on ``cron``.
-
-        See ``docs/periodic.md``. :raises ValueError: a bad expression or zone.
-        """
-
-        def decorator(func: F) -> F:
-            self.schedule(
-                name, cron=cron, timezone=timezone, queue=queue, payload=payload,
-                catch_up=catch_up,
-            )  # fmt: skip
-            return self.handler(name)(func)
-
-        return decorator
-
-    def schedule(
-        self,
-        name: str,
-        *,
-        cron: str,
-        job_type: t.Any = None,
-        timezone: str = "UTC",
-        queue: str = "default",
-        payload: JSONObject | None = None,
-        catch_up: bool = False,
-    ) -> Schedule:
-        """Run ``job_type`` (a job type or a task; default ``name``) on ``cron``."""
-        from ._periodic import declare
-        from ._periodic import job_type_of
-
-        return declare(
-            self,
-            name,
-            cron=cron,
-            job_type=job_type_of(job_type),
-            timezone=timezone,
-            queue=queue,
-            payload=payload,
-            catch_up=catch_up,
-        )
 
     def dashboard(
         self,
@@ -372,94 +270,6 @@ class SQSJobs(TaskRegistry):
             large_payloads=make_large_payloads(config, self._s3_client),
         )
 
-    # -- producing -------------------------------------------------------------
-
-    def enqueue(
-        self,
-        queue: str,
-        job_type: str,
-        payload: JSONObject | None = None,
-        *,
-        correlation_fields: JSONObject | None = None,
-        message_group_id: str | None = None,
-        message_deduplication_id: str | None = None,
-        delay_seconds: int | None = None,
-        message_attributes: dict[str, dict[str, t.Any]] | None = None,
-        run_at: datetime.datetime | None = None,
-        job_id: str | None = None,
-        session: t.Any = None,
-    ) -> str:
-        """Send a job to the logical ``queue``; return its SQS MessageId.
-
-        Works wherever the app is current (views, CLI commands, the shell).
-        Inside a request the correlation fields gain ``request_id``. The
-        options are those of :meth:`QueueGroup.enqueue`; everything is checked
-        before anything is sent.
-
-        :param session: a SQLAlchemy session (Flask-SQLAlchemy's
-            ``db.session``) on the job store's database: the job is written
-            into the outbox in its transaction, sent after the commit, and
-            the job id is returned instead (see ``docs/outbox.md``).
-        """
-        state = self._get_state()
-        if _checks_job_types(state.config):
-            check_known_job_type(job_type, self.handlers)
-        if session is not None:
-            from ._outbox_enqueue import enqueue_in_session
-
-            options = {
-                "correlation_fields": correlation_fields,
-                "message_group_id": message_group_id,
-                "message_deduplication_id": message_deduplication_id,
-                "delay_seconds": delay_seconds,
-                "message_attributes": message_attributes,
-                "run_at": run_at,
-                "job_id": job_id,
-            }
-            return enqueue_in_session(self, session, queue, job_type, payload, options)
-        fields = _with_request_id(correlation_fields, state.config.request_id_header)
-        return self.queues().enqueue(
-            queue,
-            job_type,
-            payload,
-            correlation_fields=fields,
-            message_group_id=message_group_id,
-            message_deduplication_id=message_deduplication_id,
-            delay_seconds=delay_seconds,
-            message_attributes=message_attributes,
-            run_at=run_at,
-            job_id=job_id,
-        )
-
-    def enqueue_many(
-        self, queue: str, jobs: cabc.Iterable[JobSpec], *, session: t.Any = None
-    ) -> list[str]:
-        """Send many jobs with SendMessageBatch; see :meth:`QueueGroup.enqueue_many`.
-
-        Inside a request each job's correlation fields gain ``request_id``.
-        With ``session=`` the jobs are written into the outbox in that
-        session's transaction and their job ids are returned (see
-        :meth:`enqueue`).
-        """
-        state = self._get_state()
-        header = state.config.request_id_header
-        specs: list[JobSpec] = []
-        for spec in jobs:
-            if isinstance(spec, tuple) and len(spec) == 2:
-                spec = {"job_type": spec[0], "payload": spec[1]}
-            if isinstance(spec, cabc.Mapping):
-                fields = _with_request_id(spec.get("correlation_fields"), header)
-                if fields is not None:
-                    spec = {**spec, "correlation_fields": fields}
-            specs.append(spec)
-        if _checks_job_types(state.config):
-            check_known_job_types(specs, self.handlers)
-        if session is not None:
-            from ._outbox_enqueue import enqueue_many_in_session
-
-            return enqueue_many_in_session(self, session, queue, specs)
-        return self.queues().enqueue_many(queue, specs)
-
     # -- consuming -------------------------------------------------------------
 
     def create_worker(
@@ -495,19 +305,3 @@ class SQSJobs(TaskRegistry):
             hooks=hooks,
             **worker_store_options(state.store, self.handlers),
         )
-
-
-def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | None:
-    request_id = current_request_id(header)
-    if request_id is None:
-        return fields
-    if fields is None:
-        return {"request_id": request_id}
-    if isinstance(fields, dict) and "request_id" not in fields:
-        return {"request_id": request_id, **fields}
-    return fields
-
-
-def _checks_job_types(config: Config) -> bool:
-    # Eager mode refuses an unknown job type itself: it must run the job now.
-    return config.check_job_types and not config.eager

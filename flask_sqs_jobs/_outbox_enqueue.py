@@ -53,7 +53,7 @@ def enqueue_in_session(
     options: dict[str, t.Any],
 ) -> str:
     """See :meth:`SQSJobs.enqueue` with ``session=``."""
-    from ._extension import _with_request_id
+    from ._producing import _with_request_id
     from .store._outbox import add_to_outbox
     from .store._outbox import send_through
 

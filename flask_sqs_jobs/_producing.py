@@ -1,0 +1,140 @@
+"""Enqueueing on :class:`~flask_sqs_jobs.SQSJobs`: to SQS, or into the outbox."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime
+import typing as t
+
+from flask import Flask
+
+from ._config import Config
+from ._job_type_check import check_known_job_type
+from ._job_type_check import check_known_job_types
+from ._request_id import current_request_id
+from .engine._batch_enqueue import JobSpec
+from .engine._handlers import JobHandler
+from .engine._job import JSONObject
+from .engine._queue_group import QueueGroup
+
+if t.TYPE_CHECKING:
+    from ._extension import _State
+    from ._extension import SQSJobs
+
+
+class Producing:
+    """``enqueue`` and ``enqueue_many`` of :class:`~flask_sqs_jobs.SQSJobs`."""
+
+    handlers: dict[str, JobHandler]
+
+    if t.TYPE_CHECKING:
+
+        def _get_state(self, app: Flask | None = None) -> _State: ...
+
+        def queues(self, app: Flask | None = None) -> QueueGroup: ...
+
+    def enqueue(
+        self,
+        queue: str,
+        job_type: str,
+        payload: JSONObject | None = None,
+        *,
+        correlation_fields: JSONObject | None = None,
+        message_group_id: str | None = None,
+        message_deduplication_id: str | None = None,
+        delay_seconds: int | None = None,
+        message_attributes: dict[str, dict[str, t.Any]] | None = None,
+        run_at: datetime.datetime | None = None,
+        job_id: str | None = None,
+        session: t.Any = None,
+    ) -> str:
+        """Send a job to the logical ``queue``; return its SQS MessageId.
+
+        Works wherever the app is current (views, CLI commands, the shell).
+        Inside a request the correlation fields gain ``request_id``. The
+        options are those of :meth:`QueueGroup.enqueue`; everything is checked
+        before anything is sent.
+
+        :param session: a SQLAlchemy session (Flask-SQLAlchemy's
+            ``db.session``) on the job store's database: the job is written
+            into the outbox in its transaction, sent after the commit, and
+            the job id is returned instead (see ``docs/outbox.md``).
+        """
+        state = self._get_state()
+        if _checks_job_types(state.config):
+            check_known_job_type(job_type, self.handlers)
+        if session is not None:
+            from ._outbox_enqueue import enqueue_in_session
+
+            options = {
+                "correlation_fields": correlation_fields,
+                "message_group_id": message_group_id,
+                "message_deduplication_id": message_deduplication_id,
+                "delay_seconds": delay_seconds,
+                "message_attributes": message_attributes,
+                "run_at": run_at,
+                "job_id": job_id,
+            }
+            return enqueue_in_session(
+                t.cast("SQSJobs", self), session, queue, job_type, payload, options
+            )
+        fields = _with_request_id(correlation_fields, state.config.request_id_header)
+        return self.queues().enqueue(
+            queue,
+            job_type,
+            payload,
+            correlation_fields=fields,
+            message_group_id=message_group_id,
+            message_deduplication_id=message_deduplication_id,
+            delay_seconds=delay_seconds,
+            message_attributes=message_attributes,
+            run_at=run_at,
+            job_id=job_id,
+        )
+
+    def enqueue_many(
+        self, queue: str, jobs: cabc.Iterable[JobSpec], *, session: t.Any = None
+    ) -> list[str]:
+        """Send many jobs with SendMessageBatch; see :meth:`QueueGroup.enqueue_many`.
+
+        Inside a request each job's correlation fields gain ``request_id``.
+        With ``session=`` the jobs are written into the outbox in that
+        session's transaction and their job ids are returned (see
+        :meth:`enqueue`).
+        """
+        state = self._get_state()
+        header = state.config.request_id_header
+        specs: list[JobSpec] = []
+        for spec in jobs:
+            if isinstance(spec, tuple) and len(spec) == 2:
+                spec = {"job_type": spec[0], "payload": spec[1]}
+            if isinstance(spec, cabc.Mapping):
+                fields = _with_request_id(spec.get("correlation_fields"), header)
+                if fields is not None:
+                    spec = {**spec, "correlation_fields": fields}
+            specs.append(spec)
+        if _checks_job_types(state.config):
+            check_known_job_types(specs, self.handlers)
+        if session is not None:
+            from ._outbox_enqueue import enqueue_many_in_session
+
+            return enqueue_many_in_session(
+                t.cast("SQSJobs", self), session, queue, specs
+            )
+        return self.queues().enqueue_many(queue, specs)
+
+
+def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | None:
+    request_id = current_request_id(header)
+    if request_id is None:
+        return fields
+    if fields is None:
+        return {"request_id": request_id}
+    if isinstance(fields, dict) and "request_id" not in fields:
+        return {"request_id": request_id, **fields}
+    return fields
+
+
+def _checks_job_types(config: Config) -> bool:
+    # Eager mode refuses an unknown job type itself: it must run the job now.
+    return config.check_job_types and not config.eager
