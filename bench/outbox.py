@@ -113,7 +113,9 @@ def measure_enqueue(
     sqs.create_queue(QueueName=name)
     app = Flask(__name__)
     app.config.update(
-        SQS_JOBS_QUEUES={"jobs": {"name": name}}, SQS_JOBS_STORE_URL=f"sqlite:///{db}"
+        SQS_JOBS_QUEUES={"jobs": {"name": name}},
+        SQS_JOBS_STORE_URL=f"sqlite:///{db}",
+        SQS_JOBS_RECORD_JOBS=False,
     )
     jobs = SQSJobs(app, boto_client=sqs)
     store = jobs.store(app)

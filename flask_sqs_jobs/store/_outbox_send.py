@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import os
+import threading
 import typing as t
 
 import sqlalchemy as sa
@@ -107,11 +109,7 @@ def _send_at_once(
     if len(chunks) == 1:
         _record(name, chunks[0], _send(queue, chunks[0]), report, via)
         return
-    workers = min(_PARALLEL_REQUESTS, len(chunks))
-    with concurrent.futures.ThreadPoolExecutor(
-        workers, thread_name_prefix="sqs-jobs-outbox"
-    ) as pool:
-        results = list(pool.map(lambda chunk: _send(queue, chunk), chunks))
+    results = list(_pool().map(lambda chunk: _send(queue, chunk), chunks))
     for chunk, chunk_results in zip(chunks, results, strict=True):
         _record(name, chunk, chunk_results, report, via)
 
@@ -131,6 +129,24 @@ def _send_in_order(
             failed_groups.update(
                 r.message_group_id for r in todo if r.id in report.failed
             )
+
+
+_pools: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """This process's threads for parallel requests, made once (not once a pass)."""
+    pid = os.getpid()
+    with _pools_lock:
+        pool = _pools.get(pid)
+        if pool is None:
+            # A forked child gets threads of its own: the parent's did not survive.
+            _pools.clear()
+            pool = _pools[pid] = concurrent.futures.ThreadPoolExecutor(
+                _PARALLEL_REQUESTS, thread_name_prefix="sqs-jobs-outbox"
+            )
+        return pool
 
 
 def _send(queue: SqsQueue, rows: list[OutboxRow]) -> list[str | tuple[str, str]]:
