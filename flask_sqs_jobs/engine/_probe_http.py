@@ -3,8 +3,9 @@
 One thread runs one :mod:`selectors` loop over every connection, so an idle,
 slow or never-reading client costs a socket, never a thread, and the limits
 below keep the process's file descriptors for its SQS calls. A new connection
-beyond :data:`MAX_CONNECTIONS` closes the oldest one not being handled, so a
-fresh probe always gets through. One ``GET`` or ``HEAD`` per connection, every
+beyond :data:`MAX_CONNECTIONS` closes the oldest one that has sent nothing (or,
+failing that, the oldest one not being handled), so a fresh probe always gets
+through. One ``GET`` or ``HEAD`` per connection, every
 answer with ``Connection: close``.
 
 Handlers run in the loop's thread and must be quick, except for the paths
@@ -166,10 +167,19 @@ class ProbeServer:
             self._selector.register(sock, selectors.EVENT_READ, connection)
 
     def _evict(self) -> bool:
-        for connection in self._connections:
-            if connection.state != _HANDLING:
+        """Close the oldest connection that has sent nothing; else the oldest idle one.
+
+        A probe that has sent its request is never the first to go, however
+        many silent connections arrive after it.
+        """
+        waiting = [c for c in self._connections if c.state != _HANDLING]
+        for connection in waiting:
+            if not connection.received and not _has_pending_bytes(connection.sock):
                 self._close(connection)
                 return True
+        if waiting:
+            self._close(waiting[0])
+            return True
         return False
 
     def _expire(self, now: float) -> None:
@@ -322,3 +332,11 @@ class ProbeServer:
 def _error(status: int, message: str, allow: bool = False) -> Reply:
     headers = (("Allow", "GET, HEAD"),) if allow else ()
     return Reply(status, f"{message}\n".encode(), "text/plain", headers)
+
+
+def _has_pending_bytes(sock: socket.socket) -> bool:
+    """Whether ``sock`` has bytes this server has not read yet (a request coming)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except OSError:  # BlockingIOError: nothing yet; others: the peer is gone
+        return False

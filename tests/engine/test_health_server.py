@@ -141,6 +141,25 @@ def test_a_probe_is_answered_at_once_however_many_slow_clients_there_are(
     assert max(took for _, _, took in answers) < PROBE_DEADLINE
 
 
+def test_a_probe_that_sent_its_first_bytes_outlives_the_silent_connections(
+    server: HealthServer,
+) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as probe:
+        probe.sendall(b"GET /healthz HTTP/1.1\r\n")  # the rest comes later
+        # Silent connections past the limit, each evicting an older one: never
+        # the probe, although it is the oldest.
+        crowd = Crowd(
+            server.port, idle=_probe_http.MAX_CONNECTIONS * 3, dribbling=0, mute=0
+        )
+        try:
+            probe.sendall(b"Host: probe\r\n\r\n")
+            answer = read_until_closed(probe, PROBE_DEADLINE)
+        finally:
+            crowd.close()
+    assert answer is not None
+    assert answer.startswith(b"HTTP/1.1 200 ")
+
+
 def test_status_names_the_error_code_but_not_the_account(
     sqs: SQSClient, queue_url: str
 ) -> None:

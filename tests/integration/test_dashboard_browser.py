@@ -175,8 +175,14 @@ def test_redrive_through_the_browser(
     folder = screenshot_folder(tmp_path)
     with chromium(monkeypatch) as driver:
         driver.get(base.removesuffix("/jobs") + "/csp-probe")
-        refused = console_errors(driver)
-        assert any("Content Security Policy" in entry for entry in refused), refused
+        refused: list[str] = []
+
+        def csp_refusal_logged() -> bool:
+            # The browser may report the violation after the page has loaded.
+            refused.extend(console_errors(driver))
+            return any("Content Security Policy" in entry for entry in refused)
+
+        wait_until(csp_refusal_logged, 10, lambda: f"a CSP refusal among {refused}")
         assert driver.title == "probe"
 
         _visit(driver, f"{base}/", folder, "queues")
