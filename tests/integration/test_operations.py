@@ -379,6 +379,23 @@ def wait_until_idle(port: int) -> dict[tuple[str, Labels], float]:
     return scraped
 
 
+def wait_until_counted(
+    port: int, expected: dict[tuple[str, Labels], float]
+) -> dict[tuple[str, Labels], float]:
+    """Poll ``/metrics`` until each of ``expected`` reaches its value and no job
+    runs; return those metrics (checked by the caller)."""
+    scraped: dict[tuple[str, Labels], float] = {}
+
+    def counted() -> bool:
+        scraped.clear()
+        scraped.update(metrics(port))
+        reached = all(scraped.get(key, 0) >= value for key, value in expected.items())
+        return reached and scraped[("sqs_jobs_busy_slots", labels())] == 0
+
+    wait_until(counted, 10, lambda: f"{expected} in the metrics: {scraped}")
+    return scraped
+
+
 def health_port(worker: WorkerProcess) -> int:
     return int(worker.wait_for("health_server_started")["port"])
 
@@ -496,11 +513,14 @@ def test_metrics_count_outcomes_and_a_long_job_keeps_the_worker_healthy(
         jobs.enqueue("default", "fail", {}),
     ]:
         worker.wait_for("job_finished", message_id=message_id)
-    # The metrics are updated after job_finished is logged; then the slot is freed.
-    counted = wait_until_idle(port)
+    # The counters are updated just after job_finished is logged (and the slot
+    # was freed before that, when the handler returned): wait for them.
+    success = ("sqs_jobs_jobs_total", record | {("outcome", "success")})
+    retry = ("sqs_jobs_jobs_total", fail | {("outcome", "retry")})
+    counted = wait_until_counted(port, {success: 2, retry: 1})
 
-    assert counted[("sqs_jobs_jobs_total", record | {("outcome", "success")})] == 2
-    assert counted[("sqs_jobs_jobs_total", fail | {("outcome", "retry")})] == 1
+    assert counted[success] == 2
+    assert counted[retry] == 1
     assert ("sqs_jobs_jobs_total", record | {("outcome", "retry")}) not in counted
     assert counted[("sqs_jobs_job_duration_seconds_count", record)] == 2
     assert counted[("sqs_jobs_job_duration_seconds_count", fail)] == 1
