@@ -24,8 +24,10 @@ from flask import Flask
 from .._worker_presence import STALE_AFTER_SECONDS
 from ..store._records import DEAD_LETTERED
 from ..store._records import FAILED
+from ..store._records import JobRecord
 from ..store._records import JobRecords
 from ..store._records import minute_of
+from ..store._records import WorkerRecord
 from ..store._records import WorkerRegistry
 
 if t.TYPE_CHECKING:
@@ -35,32 +37,9 @@ if t.TYPE_CHECKING:
 NEEDS_STORE = "needs a job store (SQS_JOBS_STORE_URL)"
 NOT_AVAILABLE = "not available: this job store keeps no {part}"
 
-RECORD_FIELDS = (
-    "job_id",
-    "job_type",
-    "queue",
-    "status",
-    "attempts",
-    "enqueued_at",
-    "started_at",
-    "finished_at",
-    "result",
-    "error",
-    "progress",
-    "progress_message",
-    "updated_at",
-)
-WORKER_FIELDS = (
-    "worker_id",
-    "host",
-    "pid",
-    "queues",
-    "concurrency",
-    "busy_slots",
-    "started_at",
-    "last_seen_at",
-    "version",
-)
+#: What the pages show of a job record and of a worker: every field.
+RECORD_FIELDS = tuple(field.name for field in dataclasses.fields(JobRecord))
+WORKER_FIELDS = tuple(field.name for field in dataclasses.fields(WorkerRecord))
 #: The statuses the failed jobs page and the charts' red bars count.
 FAILED_STATUSES = frozenset({FAILED, DEAD_LETTERED})
 #: The minutes the charts cover.

@@ -109,6 +109,11 @@ class SqsQueue:
         self._attributes_failed_at = -ATTRIBUTES_RETRY_SECONDS
         self._lock = threading.RLock()
         self._dead_letter_url: str | None = None
+        #: (the RedrivePolicy attribute last read, what it parsed to).
+        self._parsed_redrive_policy: tuple[str | None, tuple[str, int] | None] = (
+            None,
+            None,
+        )
         self._deletes: GroupCommit[str] = GroupCommit(
             self._delete_batch, max_in_flight=MAX_REQUESTS_IN_FLIGHT
         )
@@ -226,16 +231,29 @@ class SqsQueue:
         return None if value is None else value == "true"
 
     def redrive_policy(self) -> tuple[str, int] | None:
-        """Return ``(dead-letter queue ARN, maxReceiveCount)``, or None."""
+        """Return ``(dead-letter queue ARN, maxReceiveCount)``, or None.
+
+        Read for every job; the policy is parsed (and an unreadable one
+        logged) once per value the queue's attributes hold.
+        """
         raw = self.attributes().get("RedrivePolicy")
-        if not raw:
-            return None
-        try:
-            policy = json.loads(raw)
-            return str(policy["deadLetterTargetArn"]), int(policy["maxReceiveCount"])
-        except (ValueError, KeyError, TypeError):
-            log.warning("redrive_policy_unreadable", sqs_queue=self.name, policy=raw)
-            return None
+        cached_raw, parsed = self._parsed_redrive_policy
+        if raw == cached_raw:
+            return parsed
+        parsed = None
+        if raw:
+            try:
+                policy = json.loads(raw)
+                parsed = (
+                    str(policy["deadLetterTargetArn"]),
+                    int(policy["maxReceiveCount"]),
+                )
+            except (ValueError, KeyError, TypeError):
+                log.warning(
+                    "redrive_policy_unreadable", sqs_queue=self.name, policy=raw
+                )
+        self._parsed_redrive_policy = (raw, parsed)
+        return parsed
 
     def dead_letter_url(self) -> str | None:
         """Return the dead-letter queue's URL, resolved once; None if unknown."""
