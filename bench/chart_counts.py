@@ -19,7 +19,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from flask_sqs_jobs.store import SQLAlchemyStore
-from flask_sqs_jobs.store._tables import jobs
+from flask_sqs_jobs.store.sql._tables import jobs
 
 from .records import postgres
 

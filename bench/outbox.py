@@ -54,9 +54,9 @@ def measure_relay(
 ) -> tuple[float, float]:
     """(raw seconds, relay seconds) for one backlog of ``rows``."""
     from flask_sqs_jobs import QueueGroup
-    from flask_sqs_jobs.store import _outbox
     from flask_sqs_jobs.store import SQLAlchemyStore
-    from flask_sqs_jobs.store._outbox_relay import OutboxRelay
+    from flask_sqs_jobs.store.outbox import _write as _outbox
+    from flask_sqs_jobs.store.outbox._relay import OutboxRelay
 
     raw_url = sqs.create_queue(QueueName=f"outbox-raw-{uuid.uuid4().hex[:8]}")[
         "QueueUrl"
@@ -105,9 +105,9 @@ def measure_enqueue(
     """
     from flask import Flask
     from flask_sqs_jobs import SQSJobs
-    from flask_sqs_jobs.store import _outbox
-    from flask_sqs_jobs.store import _outbox_rows
-    from flask_sqs_jobs.store._outbox_immediate import flush_all
+    from flask_sqs_jobs.store.outbox import _rows as _outbox_rows
+    from flask_sqs_jobs.store.outbox import _write as _outbox
+    from flask_sqs_jobs.store.outbox._immediate import flush_all
 
     name = f"outbox-enqueue-{uuid.uuid4().hex[:8]}"
     sqs.create_queue(QueueName=name)

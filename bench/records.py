@@ -66,8 +66,8 @@ def drain(endpoint: str, store_url: str | None, *, jobs: int, sleep: float) -> f
     """Drain ``jobs`` jobs; return jobs per second."""
     from flask import Flask
     from flask_sqs_jobs import SQSJobs
-    from flask_sqs_jobs._recording import recorder_of
-    from flask_sqs_jobs.engine._store_errors import store_error_counts
+    from flask_sqs_jobs.engine.ops._store_errors import store_error_counts
+    from flask_sqs_jobs.store.records._recording import recorder_of
 
     sqs = sqs_client(endpoint)
     _, url = new_queue(sqs, "records")

@@ -20,27 +20,27 @@ from ._idempotent_handlers import eager_store_options
 from ._idempotent_handlers import worker_store_options
 from ._large_payloads_setup import make_large_payloads
 from ._producing import Producing
-from ._recording import with_records
 from ._registering import Registering
 from ._request_id import add_request_id_header
 from ._sqs_client import make_sqs_client
 from ._store_setup import make_store
 from ._tasks import TaskRegistry
+from .engine import QueueGroup
 from .engine._eager import eager_queue
 from .engine._eager import EagerQueueGroup
-from .engine._handlers import HandlerFunc
-from .engine._handlers import JobHandler
-from .engine._hooks import Hooks
-from .engine._middleware import JobMiddleware
-from .engine._queue_group import QueueGroup
-from .engine._worker import JobWorker
-from .store._base import JobStore
+from .engine.model import HandlerFunc
+from .engine.model import Hooks
+from .engine.model import JobHandler
+from .engine.model import JobMiddleware
+from .engine.worker import JobWorker
+from .store.model import JobStore
+from .store.records import with_records
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
-    from ._periodic import Schedule
-    from .store._records import JobRecord
+    from .periodic import Schedule
+    from .store.model import JobRecord
 
 F = t.TypeVar("F", bound=HandlerFunc)
 

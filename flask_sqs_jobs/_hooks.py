@@ -10,9 +10,9 @@ from blinker import NamedSignal
 from flask import Flask
 
 from . import signals
-from .engine._hooks import Hooks
-from .engine._job import Job
-from .engine._outcome import Outcome
+from .engine.model import Hooks
+from .engine.model import Job
+from .engine.model import Outcome
 
 log = structlog.get_logger(__name__)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import collections.abc as cabc
 import typing as t
 
-from .engine._handlers import check_idempotency
-from .engine._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
-from .engine._handlers import JobHandler
-from .engine._handlers import KeyFunc
-from .store._base import JobStore
+from .engine.model import check_idempotency
+from .engine.model import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from .engine.model import JobHandler
+from .engine.model import KeyFunc
+from .store.model import JobStore
 
 NEEDS_A_STORE = (
     "idempotent handlers ({names}) need a job store for their keys: set"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import difflib
 
-from .engine._untrusted import loggable_text
+from .engine.model import loggable_text
 
 #: Registered job types named in the error, at most.
 _LISTED = 20

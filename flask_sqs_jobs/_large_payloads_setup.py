@@ -8,10 +8,10 @@ import boto3
 from botocore.config import Config as BotoConfig
 
 from ._config import Config
-from .engine._group_commit import error_code
-from .engine._large_payloads import LargePayloads
-from .engine._large_payloads import S3Client
-from .engine._queue_group import QueueGroup
+from .engine import QueueGroup
+from .engine.sqs import error_code
+from .engine.sqs import LargePayloads
+from .engine.sqs import S3Client
 
 #: Error codes of HeadBucket for a bucket that does not exist.
 _NO_BUCKET_CODES = frozenset({"404", "NoSuchBucket", "NotFound"})

@@ -13,12 +13,12 @@ import sqlalchemy.event
 import sqlalchemy.orm
 from flask import Flask
 
-from .engine._batch_enqueue import JobSpec
-from .engine._job import JSONObject
+from .engine.model import JSONObject
+from .engine.producing import JobSpec
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
-    from .store._sqlalchemy import SQLAlchemyStore
+    from .store.sql import SQLAlchemyStore
 
 _EAGER_PENDING = "flask_sqs_jobs.outbox_eager_pending"
 #: Engines already checked to be on the store's database.
@@ -31,7 +31,7 @@ def outbox_store(jobs: SQSJobs, app: Flask | None = None) -> SQLAlchemyStore:
     :raises RuntimeError: no store, or a store without SQL tables; the message
         says what to configure.
     """
-    from .store._sqlalchemy import SQLAlchemyStore
+    from .store.sql import SQLAlchemyStore
 
     store = jobs.store(app)
     if not isinstance(store, SQLAlchemyStore):
@@ -54,8 +54,8 @@ def enqueue_in_session(
 ) -> str:
     """See :meth:`SQSJobs.enqueue` with ``session=``."""
     from ._producing import _with_request_id
-    from .store._outbox import add_to_outbox
-    from .store._outbox import send_through
+    from .store.outbox import add_to_outbox
+    from .store.outbox import send_through
 
     target = _session_of(session)
     state = jobs._get_state()
@@ -63,7 +63,7 @@ def enqueue_in_session(
         options.get("correlation_fields"), state.config.request_id_header
     )
     if state.config.eager:
-        from .engine._job_ids import check_job_id
+        from .engine.model import check_job_id
 
         options["job_id"] = check_job_id(options.get("job_id"))
         call = functools.partial(jobs.enqueue, queue, job_type, payload, **options)
@@ -80,8 +80,8 @@ def enqueue_many_in_session(
     jobs: SQSJobs, session: t.Any, queue: str, specs: list[JobSpec]
 ) -> list[str]:
     """See :meth:`SQSJobs.enqueue_many` with ``session=``."""
-    from .store._outbox import add_many_to_outbox
-    from .store._outbox import send_through
+    from .store.outbox import add_many_to_outbox
+    from .store.outbox import send_through
 
     target = _session_of(session)
     if jobs.config().eager:
@@ -132,7 +132,7 @@ def _where(url: sa.engine.URL) -> tuple[object, ...]:
 
 def _job_dicts(specs: list[JobSpec]) -> list[dict[str, t.Any]]:
     """The specs as dicts with their job ids fixed (checked by enqueue_many later)."""
-    from .engine._job_ids import check_job_id
+    from .engine.model import check_job_id
 
     dicts: list[dict[str, t.Any]] = []
     for spec in specs:

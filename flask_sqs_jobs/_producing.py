@@ -12,10 +12,10 @@ from ._config import Config
 from ._job_type_check import check_known_job_type
 from ._job_type_check import check_known_job_types
 from ._request_id import current_request_id
-from .engine._batch_enqueue import JobSpec
-from .engine._handlers import JobHandler
-from .engine._job import JSONObject
-from .engine._queue_group import QueueGroup
+from .engine import QueueGroup
+from .engine.model import JobHandler
+from .engine.model import JSONObject
+from .engine.producing import JobSpec
 
 if t.TYPE_CHECKING:
     from ._extension import _State

@@ -6,15 +6,15 @@ import collections.abc as cabc
 import typing as t
 
 from ._idempotent_handlers import handler_options
-from .engine._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
-from .engine._handlers import HandlerFunc
-from .engine._handlers import JobHandler
-from .engine._job import JSONObject
-from .engine._retry import Retry
+from .engine.model import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from .engine.model import HandlerFunc
+from .engine.model import JobHandler
+from .engine.model import JSONObject
+from .engine.model import Retry
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
-    from ._periodic import Schedule
+    from .periodic import Schedule
 
 F = t.TypeVar("F", bound=HandlerFunc)
 
@@ -106,8 +106,8 @@ class Registering:
         catch_up: bool = False,
     ) -> Schedule:
         """Run ``job_type`` (a job type or a task; default ``name``) on ``cron``."""
-        from ._periodic import declare
-        from ._periodic import job_type_of
+        from .periodic import declare
+        from .periodic import job_type_of
 
         return declare(
             t.cast("SQSJobs", self),

@@ -10,7 +10,7 @@ from botocore.exceptions import NoRegionError
 
 from ._config import AWSSetupError
 from ._config import Config
-from .engine._wire import MAX_WAIT_SECONDS
+from .engine.model import MAX_WAIT_SECONDS
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

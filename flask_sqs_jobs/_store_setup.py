@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._config import Config
-from .store._base import JobStore
+from .store.model import JobStore
 
 
 def make_store(config: Config) -> JobStore | None:
@@ -17,7 +17,7 @@ def make_store(config: Config) -> JobStore | None:
     if config.store_url is None:
         return None
     try:
-        from .store._sqlalchemy import SQLAlchemyStore
+        from .store.sql import SQLAlchemyStore
     except ImportError as exc:
         raise ImportError(f"SQS_JOBS_STORE_URL is set, but {exc}") from None
     try:

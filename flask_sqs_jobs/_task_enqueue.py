@@ -8,8 +8,8 @@ import dataclasses
 import datetime
 import typing as t
 
-from .engine._job import JSONObject
-from .engine._job_ids import new_job_id
+from .engine.model import JSONObject
+from .engine.model import new_job_id
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs

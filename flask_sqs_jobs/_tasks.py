@@ -14,11 +14,11 @@ import typing as t
 
 from ._task_enqueue import EnqueueOptions
 from ._task_enqueue import Sender
-from .engine._exceptions import NonRetryableError
-from .engine._handlers import HandlerFunc
-from .engine._job import JSONObject
-from .engine._producer import check_json
-from .engine._retry import Retry
+from .engine.model import HandlerFunc
+from .engine.model import JSONObject
+from .engine.model import NonRetryableError
+from .engine.model import Retry
+from .engine.producing import check_json
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs

@@ -14,12 +14,12 @@ import typing as t
 import structlog
 from flask import Flask
 
-from ._outbox_service import outbox_relay_services
-from ._worker_presence import presence_of
+from .store.outbox import outbox_relay_services
+from .store.records import presence_of
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
-    from .engine._worker import JobWorker
+    from .engine.worker import JobWorker
 
 log = structlog.get_logger(__name__)
 
@@ -43,7 +43,7 @@ def worker_services(
     """The services one worker process runs, given its command-line options."""
     services: list[WorkerService] = []
     if jobs.schedules:
-        from ._scheduler import scheduler_service
+        from .periodic import scheduler_service
 
         if (scheduler := scheduler_service(app, jobs, worker._hooks)) is not None:
             services.append(scheduler)

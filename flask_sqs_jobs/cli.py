@@ -11,25 +11,25 @@ import typing as t
 import click
 from flask.cli import with_appcontext
 
-from ._cli_common import check_queue_names
-from ._cli_common import ConfigurationError
-from ._cli_common import current_app_and_jobs
-from ._cli_common import dead_letter_queue_of
-from ._cli_common import logs_off_stdout
-from ._cli_common import option
-from ._cli_common import queue_named
-from ._cli_common import sqs_errors
-from ._cli_common import table
-from ._cli_dlq import dlq_command
-from ._cli_outbox import outbox_command
-from ._cli_records import job_command
-from ._cli_records import workers_command
-from ._cli_schedules import schedules_command
-from ._cli_store import store_command
-from ._cli_worker import worker_command as worker_command
-from .dashboard._serve import dashboard_command
-from .engine._exceptions import QueueNotFoundError
-from .engine._inspection import counts
+from .commands import check_queue_names
+from .commands import ConfigurationError
+from .commands import current_app_and_jobs
+from .commands import dead_letter_queue_of
+from .commands import dlq_command
+from .commands import job_command
+from .commands import logs_off_stdout
+from .commands import option
+from .commands import outbox_command
+from .commands import queue_named
+from .commands import schedules_command
+from .commands import sqs_errors
+from .commands import store_command
+from .commands import table
+from .commands import worker_command as worker_command
+from .commands import workers_command
+from .dashboard import dashboard_command
+from .engine.model import QueueNotFoundError
+from .engine.ops import counts
 
 
 @click.group("sqs-jobs")
@@ -54,8 +54,8 @@ def create_queues_command(max_receive_count: int) -> None:
     development and tests; manage production queues with your infrastructure
     tooling.
     """
-    from ._admin import create_queues
     from ._large_payloads_setup import create_bucket_lines
+    from .commands import create_queues
 
     app, jobs = current_app_and_jobs()
     with sqs_errors(jobs, app):
@@ -80,7 +80,7 @@ def local_server_command(port: int, host: str, create_queues: bool) -> None:
 
     It keeps everything in memory: queues and messages are gone when it stops.
     """
-    from ._admin import run_local_server
+    from .commands import run_local_server
 
     app, jobs = current_app_and_jobs()
     run_local_server(host, port, jobs.config(app) if create_queues else None)

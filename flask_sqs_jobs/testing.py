@@ -24,8 +24,8 @@ import typing as t
 from flask import Flask
 
 from . import signals
-from .engine._job import Job
-from .engine._outcome import Outcome
+from .engine.model import Job
+from .engine.model import Outcome
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
@@ -133,8 +133,8 @@ def send_outbox(app: Flask, timeout: float = 10.0) -> int:
     sqs-jobs outbox relay --once`` does.
     """
     from ._outbox_enqueue import outbox_store
-    from .store._outbox_immediate import flush_all
-    from .store._outbox_relay import OutboxRelay
+    from .store.outbox import flush_all
+    from .store.outbox import OutboxRelay
 
     jobs: SQSJobs = app.extensions["sqs_jobs"]
     flush_all(timeout)

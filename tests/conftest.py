@@ -9,7 +9,7 @@ import structlog
 import structlog.testing
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.engine._middleware import _reset_trace_injectors
+from flask_sqs_jobs.engine.model._middleware import _reset_trace_injectors
 from moto import mock_aws
 
 from tests.support import create_queue

@@ -171,7 +171,7 @@ def test_one_process_runs_the_worker_here_without_a_supervisor(
     ran: list[Payload],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from flask_sqs_jobs import _supervisor
+    from flask_sqs_jobs.commands import _supervisor
 
     def no_supervisor(*args: object, **kwargs: object) -> t.NoReturn:
         raise AssertionError("--processes 1 started a supervisor")

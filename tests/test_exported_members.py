@@ -98,9 +98,12 @@ def test_every_public_attribute_is_in_all(module: types.ModuleType) -> None:
 def test_engine_modules_are_private() -> None:
     import pkgutil
 
-    names = [m.name for m in pkgutil.iter_modules(flask_sqs_jobs.engine.__path__)]
-    assert names
-    assert [n for n in names if not n.startswith("_")] == []
+    found = list(
+        pkgutil.walk_packages(flask_sqs_jobs.engine.__path__, "flask_sqs_jobs.engine.")
+    )
+    modules = [m.name for m in found if not m.ispkg]
+    assert modules
+    assert [m for m in modules if not m.rpartition(".")[2].startswith("_")] == []
 
 
 def test_every_exported_name_resolves() -> None:

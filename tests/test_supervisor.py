@@ -12,11 +12,11 @@ import time
 import typing as t
 
 import pytest
-from flask_sqs_jobs._supervisor_health import Child
-from flask_sqs_jobs._supervisor_health import merge_metrics
-from flask_sqs_jobs._supervisor_health import STALE_AFTER_SECONDS
-from flask_sqs_jobs._supervisor_health import SupervisorHealth
-from flask_sqs_jobs.engine import _probe_http
+from flask_sqs_jobs.commands._supervisor_health import Child
+from flask_sqs_jobs.commands._supervisor_health import merge_metrics
+from flask_sqs_jobs.commands._supervisor_health import STALE_AFTER_SECONDS
+from flask_sqs_jobs.commands._supervisor_health import SupervisorHealth
+from flask_sqs_jobs.engine.ops import _probe_http
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.probe_clients import Crowd

@@ -19,9 +19,9 @@ import typing as t
 
 import structlog
 
-from ..engine._exceptions import NonRetryableError
-from ..engine._exceptions import RetryJob
-from ..engine._job import Job
+from ..engine.model import Job
+from ..engine.model import NonRetryableError
+from ..engine.model import RetryJob
 
 log = structlog.get_logger("flask_sqs_jobs.contrib")
 

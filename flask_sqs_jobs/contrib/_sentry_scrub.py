@@ -27,7 +27,7 @@ import json
 import threading
 import typing as t
 
-from ..engine._job import Job
+from ..engine.model import Job
 
 #: What replaces a removed value.
 FILTERED = "[Filtered]"

@@ -24,8 +24,8 @@ import urllib.request
 import boto3
 import structlog
 
-from ..engine._middleware import JobMiddleware
-from ..engine._worker import pause
+from ..engine.model import JobMiddleware
+from ..engine.worker import pause
 
 if t.TYPE_CHECKING:
     from mypy_boto3_ecs.client import ECSClient

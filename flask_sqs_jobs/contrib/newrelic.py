@@ -19,8 +19,8 @@ import dataclasses
 
 import structlog
 
-from ..engine._job import Job
-from ..engine._middleware import JobMiddleware
+from ..engine.model import Job
+from ..engine.model import JobMiddleware
 from ._guard import as_trace_id
 from ._guard import bind_trace
 from ._guard import is_reported

@@ -17,8 +17,8 @@ import collections.abc as cabc
 import contextlib
 import dataclasses
 
-from ..engine._job import Job
-from ..engine._middleware import JobMiddleware
+from ..engine.model import Job
+from ..engine.model import JobMiddleware
 from ._guard import bind_trace
 from ._guard import is_reported
 from ._guard import missing_sdk

@@ -14,7 +14,7 @@ periodic jobs the worker enqueued.
 
 from __future__ import annotations
 
-from ..engine._metrics import DURATION_BUCKETS
-from ..engine._metrics import PrometheusMetrics
+from ..engine.ops import DURATION_BUCKETS
+from ..engine.ops import PrometheusMetrics
 
 __all__ = ["DURATION_BUCKETS", "PrometheusMetrics"]

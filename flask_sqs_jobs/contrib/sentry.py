@@ -21,8 +21,8 @@ import dataclasses
 import time
 import typing as t
 
-from ..engine._job import Job
-from ..engine._middleware import JobMiddleware
+from ..engine.model import Job
+from ..engine.model import JobMiddleware
 from ._guard import bind_trace
 from ._guard import is_reported
 from ._guard import missing_sdk

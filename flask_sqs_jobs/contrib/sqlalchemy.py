@@ -63,9 +63,9 @@ from flask import current_app
 from flask import Flask
 from flask import has_app_context
 
-from ..engine._job import JSONObject
-from ..engine._job_ids import check_job_id
-from ..engine._untrusted import loggable_text
+from ..engine.model import check_job_id
+from ..engine.model import JSONObject
+from ..engine.model import loggable_text
 
 if t.TYPE_CHECKING:
     from .._extension import SQSJobs

@@ -10,5 +10,9 @@ and ``_dead_letters`` (queues, dead letters, redrive and delete),
 from __future__ import annotations
 
 from ._blueprint import make_dashboard
+from ._serve import dashboard_command
 
-__all__ = ["make_dashboard"]
+__all__ = [
+    "dashboard_command",
+    "make_dashboard",
+]

@@ -15,7 +15,7 @@ from flask import request
 from flask import Response
 from werkzeug.exceptions import HTTPException
 
-from ..engine._untrusted import escape
+from ..engine.model import escape
 from ._security import add_security_headers
 from ._security import check_authorized
 from ._security import csrf_token

@@ -1,6 +1,6 @@
 """Redrive or delete chosen dead letters, by MessageId, never losing one.
 
-The ``all`` cases reuse :func:`~flask_sqs_jobs.engine._inspection.redrive`;
+The ``all`` cases reuse :func:`~flask_sqs_jobs.engine.ops._inspection.redrive`;
 a selection is found by receiving the dead-letter queue until every chosen
 message was seen (or SQS has nothing more), acting on those and putting every
 other message back at once.
@@ -12,17 +12,17 @@ import collections.abc as cabc
 import dataclasses
 import typing as t
 
-from ..engine._inspection import _receive
-from ..engine._inspection import counts
-from ..engine._inspection import make_visible
-from ..engine._inspection import redrive
-from ..engine._inspection import resend_params
-from ..engine._wire import MAX_BATCH_ENTRIES
+from ..engine.model import MAX_BATCH_ENTRIES
+from ..engine.ops import counts
+from ..engine.ops import make_visible
+from ..engine.ops import receive_batch
+from ..engine.ops import redrive
+from ..engine.ops import resend_params
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
-    from ..engine._queue import SqsQueue
+    from ..engine.sqs import SqsQueue
 
 #: Receives of one action before it gives up looking for chosen messages.
 _MAX_RECEIVES = 100
@@ -120,7 +120,7 @@ def _for_each_chosen(
 def _unseen(queue: SqsQueue, seen: set[str]) -> list[MessageTypeDef]:
     """Receive a batch; keep (and add to ``seen``) the messages not seen before."""
     fresh = [
-        m for m in _receive(queue, MAX_BATCH_ENTRIES) if m["MessageId"] not in seen
+        m for m in receive_batch(queue, MAX_BATCH_ENTRIES) if m["MessageId"] not in seen
     ]
     seen.update(m["MessageId"] for m in fresh)
     return fresh

@@ -18,9 +18,9 @@ from flask import Flask
 from flask.cli import with_appcontext
 from werkzeug.serving import make_server
 
-from .._cli_common import ConfigurationError
-from .._cli_common import current_app_and_jobs
-from .._cli_common import option
+from ..commands import ConfigurationError
+from ..commands import current_app_and_jobs
+from ..commands import option
 from ._blueprint import make_dashboard
 
 if t.TYPE_CHECKING:

@@ -21,18 +21,18 @@ import typing as t
 
 from flask import Flask
 
-from .._worker_presence import STALE_AFTER_SECONDS
-from ..store._records import DEAD_LETTERED
-from ..store._records import FAILED
-from ..store._records import JobRecord
-from ..store._records import JobRecords
-from ..store._records import minute_of
-from ..store._records import WorkerRecord
-from ..store._records import WorkerRegistry
+from ..store.model import DEAD_LETTERED
+from ..store.model import FAILED
+from ..store.model import JobRecord
+from ..store.model import JobRecords
+from ..store.model import minute_of
+from ..store.model import WorkerRecord
+from ..store.model import WorkerRegistry
+from ..store.records import STALE_AFTER_SECONDS
 
 if t.TYPE_CHECKING:
     from .._extension import SQSJobs
-    from ..store._base import JobStore
+    from ..store.model import JobStore
 
 NEEDS_STORE = "needs a job store (SQS_JOBS_STORE_URL)"
 NOT_AVAILABLE = "not available: this job store keeps no {part}"

@@ -14,11 +14,11 @@ from flask import Blueprint
 from flask import request
 
 from .._config import AWSSetupError
-from ..engine._exceptions import QueueNotFoundError
-from ..engine._inspection import counts
-from ..engine._inspection import dead_letter_queue
-from ..engine._inspection import describe_dead_letter
-from ..engine._inspection import peek
+from ..engine.model import QueueNotFoundError
+from ..engine.ops import counts
+from ..engine.ops import dead_letter_queue
+from ..engine.ops import describe_dead_letter
+from ..engine.ops import peek
 from ._blueprint import Dashboard
 from ._blueprint import respond
 from ._charts import chart
@@ -34,7 +34,7 @@ from ._store_views import throughput
 from ._store_views import Unavailable
 
 if t.TYPE_CHECKING:
-    from ..engine._queue import SqsQueue
+    from ..engine.sqs import SqsQueue
 
 log = structlog.get_logger(__name__)
 

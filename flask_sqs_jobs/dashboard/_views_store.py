@@ -105,7 +105,7 @@ def _last_fired_reader(dashboard: Dashboard) -> t.Callable[[t.Any], t.Any]:
     app, jobs = dashboard.app(), dashboard.jobs
     if not jobs.schedules or not jobs.has_store(app):
         return lambda schedule: None
-    from .._scheduler import claims_for
+    from ..periodic import claims_for
 
     try:
         claims = claims_for(app, jobs)

@@ -7,29 +7,29 @@ an underscore); the names below are the engine's public API.
 
 from __future__ import annotations
 
-from ._current import current_job
-from ._exceptions import EnqueueBatchError
-from ._exceptions import IdempotencyConflictError
-from ._exceptions import NonRetryableError
-from ._exceptions import QueueNotFoundError
-from ._exceptions import RetryJob
-from ._exceptions import SQSJobsError
-from ._exceptions import UnknownQueueError
-from ._handlers import JobHandler
-from ._health import HealthServer
-from ._hooks import Hooks
-from ._job import Job
-from ._job import JSONObject
-from ._large_payloads import LargePayloads
-from ._large_payloads import PayloadNotFound
-from ._middleware import JobMiddleware
-from ._outcome import Outcome
-from ._queue import SqsQueue
 from ._queue_group import QueueGroup
-from ._retry import Retry
-from ._runner import run_worker
-from ._worker import JobWorker
-from ._worker import pause
+from .model import current_job
+from .model import EnqueueBatchError
+from .model import Hooks
+from .model import IdempotencyConflictError
+from .model import Job
+from .model import JobHandler
+from .model import JobMiddleware
+from .model import JSONObject
+from .model import NonRetryableError
+from .model import Outcome
+from .model import QueueNotFoundError
+from .model import Retry
+from .model import RetryJob
+from .model import SQSJobsError
+from .model import UnknownQueueError
+from .ops import HealthServer
+from .sqs import LargePayloads
+from .sqs import PayloadNotFound
+from .sqs import SqsQueue
+from .worker import JobWorker
+from .worker import pause
+from .worker import run_worker
 
 __all__ = [
     "EnqueueBatchError",

@@ -9,30 +9,30 @@ import time
 import typing as t
 import uuid
 
-from ._batch_enqueue import JobSpec
-from ._batch_enqueue import prepare_job
-from ._definitions import QueueDefinition
-from ._delivery import Delivery
-from ._handlers import JobHandler
-from ._heartbeat import Heartbeat
-from ._heartbeat import Lease
-from ._idempotency_store import IdempotencyKeys
-from ._idempotent_run import JobGuard
-from ._job import Job
-from ._job_ids import check_job_id
-from ._job_session import SessionFactory
-from ._middleware import check_single_trace_injector
-from ._middleware import compose_produce
-from ._producer import build_send_params
-from ._producer import check_job_type
-from ._producer import check_payload
-from ._producer import report_enqueued
-from ._producer import SendOptions
-from ._queue import CallError
-from ._queue import SqsQueue
 from ._queue_group import QueueGroup
-from ._running import JobRunner
-from ._settling import Settler
+from .model import check_job_id
+from .model import check_single_trace_injector
+from .model import compose_produce
+from .model import IdempotencyKeys
+from .model import Job
+from .model import JobHandler
+from .model import SessionFactory
+from .producing import build_send_params
+from .producing import check_job_type
+from .producing import check_payload
+from .producing import JobSpec
+from .producing import prepare_job
+from .producing import report_enqueued
+from .producing import SendOptions
+from .sqs import CallError
+from .sqs import QueueDefinition
+from .sqs import SqsQueue
+from .worker import Delivery
+from .worker import Heartbeat
+from .worker import JobGuard
+from .worker import JobRunner
+from .worker import Lease
+from .worker import Settler
 
 
 class EagerQueue(SqsQueue):

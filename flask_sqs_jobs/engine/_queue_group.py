@@ -4,46 +4,42 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import datetime
-import random
 import typing as t
 
-from ._definitions import check_definition_keys
-from ._definitions import check_queue_name
-from ._definitions import check_weight
-from ._definitions import parse_queue_definitions
-from ._definitions import QueueDefinition
-from ._exceptions import QueueNotFoundError
-from ._exceptions import UnknownQueueError
-from ._hooks import Hooks
-from ._job import Job
-from ._job import JSONObject
-from ._job_ids import check_job_id
-from ._large_payloads import LargePayloads
-from ._middleware import check_single_trace_injector
-from ._middleware import compose_produce
-from ._middleware import JobMiddleware
-from ._offloading import send as send_message
-from ._producer import check_correlation_fields
-from ._producer import check_job_type
-from ._producer import check_options
-from ._producer import check_payload
-from ._producer import report_enqueued
-from ._producer import SendOptions
-from ._producer import stage_job
-from ._queue import SqsQueue
+from .model import check_job_id
+from .model import check_single_trace_injector
+from .model import compose_produce
+from .model import Hooks
+from .model import Job
+from .model import JobMiddleware
+from .model import JSONObject
+from .model import QueueNotFoundError
+from .producing import check_correlation_fields
+from .producing import check_job_type
+from .producing import check_options
+from .producing import check_payload
+from .producing import report_enqueued
+from .producing import SendOptions
+from .producing import stage_job
+from .sqs import LargePayloads
+from .sqs import NamedQueues
+from .sqs import parse_queue_definitions
+from .sqs import QueueDefinition
+from .sqs import send as send_message
+from .sqs import SqsQueue
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
-    from ._batch_enqueue import JobSpec
-    from ._handlers import HandlerFunc
-    from ._handlers import JobHandler
+    from .model import HandlerFunc
+    from .model import JobHandler
+    from .producing import JobSpec
 
 
 _QUEUE_KEYS = frozenset({"queue", "weight"})
 
 
-class QueueGroup:
+class QueueGroup(NamedQueues):
     """Named SQS queues, their polling weights and the middleware around them.
 
     Applications enqueue to a queue by its logical name; a worker polls every
@@ -54,46 +50,6 @@ class QueueGroup:
     :param middleware: :class:`JobMiddleware` instances, outermost first.
     :param hooks: callbacks for a framework layer (the Flask extension).
     """
-
-    def __init__(
-        self,
-        queues: cabc.Mapping[str, cabc.Mapping[str, t.Any]],
-        *,
-        middleware: cabc.Sequence[JobMiddleware] = (),
-        hooks: Hooks | None = None,
-    ) -> None:
-        if not isinstance(queues, cabc.Mapping):
-            raise TypeError(
-                "queues must be a dict of name -> definition; got"
-                f" {type(queues).__name__}"
-            )
-        if not queues:
-            raise ValueError("queues must define at least one queue")
-        for name, definition in queues.items():
-            check_queue_name(name)
-            check_definition_keys(name, definition, _QUEUE_KEYS)
-        self._queues: dict[str, SqsQueue] = {}
-        self._weights: dict[str, int] = {}
-        for name, definition in queues.items():
-            if "queue" not in definition:
-                raise ValueError(
-                    f"queue {name!r}: the definition needs a 'queue' (an SqsQueue)"
-                )
-            queue = definition["queue"]
-            if not isinstance(queue, SqsQueue):
-                raise TypeError(
-                    f"queue {name!r}: 'queue' must be an SqsQueue; got"
-                    f" {type(queue).__name__}"
-                )
-            self._queues[name] = queue
-            self._weights[name] = check_weight(name, definition.get("weight", 1))
-        self.middleware: tuple[JobMiddleware, ...] = tuple(middleware)
-        for item in self.middleware:
-            if not isinstance(item, JobMiddleware):
-                raise TypeError(
-                    f"middleware must be JobMiddleware instances; got {item!r}"
-                )
-        self.hooks = hooks or Hooks()
 
     @classmethod
     def build(
@@ -134,71 +90,6 @@ class QueueGroup:
             resolved[name] = queue
         weights = {name: d.weight for name, d in definitions.items()}
         return cls._of(resolved, weights, tuple(middleware), hooks or Hooks())
-
-    @classmethod
-    def _of(
-        cls,
-        queues: dict[str, SqsQueue],
-        weights: dict[str, int],
-        middleware: tuple[JobMiddleware, ...],
-        hooks: Hooks,
-    ) -> t.Self:
-        """A group of checked parts, checked no further."""
-        group = cls.__new__(cls)
-        QueueGroup._set_parts(group, queues, weights, middleware, hooks)
-        return group
-
-    def _set_parts(
-        self,
-        queues: dict[str, SqsQueue],
-        weights: dict[str, int],
-        middleware: tuple[JobMiddleware, ...],
-        hooks: Hooks,
-    ) -> None:
-        self._queues = queues
-        self._weights = weights
-        self.middleware = middleware
-        self.hooks = hooks
-
-    # -- the queues --
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The logical queue names, in definition order."""
-        return tuple(self._queues)
-
-    def queue(self, name: str) -> SqsQueue:
-        """Return the queue named ``name``.
-
-        :raises UnknownQueueError: no such queue (a ``KeyError`` and ``ValueError``).
-        """
-        try:
-            return self._queues[name]
-        except (KeyError, TypeError):
-            raise UnknownQueueError(name, self._queues) from None
-
-    def items(self) -> tuple[tuple[str, SqsQueue], ...]:
-        return tuple(self._queues.items())
-
-    def weight(self, name: str) -> int:
-        return self._weights[name]
-
-    def subset(self, names: cabc.Iterable[str]) -> QueueGroup:
-        """Return a group of only the named queues, sharing middleware and hooks."""
-        chosen = {name: self.queue(name) for name in names}
-        weights = {name: self._weights[name] for name in chosen}
-        return QueueGroup._of(chosen, weights, self.middleware, self.hooks)
-
-    def polling_order(self, names: cabc.Iterable[str] | None = None) -> list[str]:
-        """Return the queue names in a weighted random order.
-
-        A queue comes first with probability weight / total weight, so every
-        queue is sometimes first and none is starved.
-        """
-        candidates = self._queues if names is None else names
-        return sorted(
-            candidates, key=lambda name: random.expovariate(self._weights[name])
-        )
 
     # -- producing --
 
@@ -268,7 +159,7 @@ class QueueGroup:
             ``(index, message_id)`` of those sent, ``.failed`` lists
             ``(index, code, message)`` of the others.
         """
-        from ._batch_enqueue import enqueue_many
+        from .producing import enqueue_many
 
         return enqueue_many(self, queue, jobs)
 
@@ -300,7 +191,7 @@ class QueueGroup:
 
         :raises SystemExit: with code 1 after persistent receive failures.
         """
-        from ._runner import run_worker
+        from .worker import run_worker
 
         run_worker(
             self, handlers, idle_wait_seconds=idle_wait_seconds, concurrency=concurrency

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import typing as t
 
-from ._base import JobStore
-from ._records import JobRecord
-from ._records import WorkerRecord
+from .model import JobRecord
+from .model import JobStore
+from .model import WorkerRecord
 
 if t.TYPE_CHECKING:
-    from ._dynamodb import DynamoDBStore
-    from ._sqlalchemy import SQLAlchemyStore
+    from .dynamodb import DynamoDBStore
+    from .sql import SQLAlchemyStore
 
 __all__ = [
     "DynamoDBStore",
@@ -31,11 +31,11 @@ __all__ = [
 
 def __getattr__(name: str) -> t.Any:
     if name == "SQLAlchemyStore":
-        from ._sqlalchemy import SQLAlchemyStore
+        from .sql import SQLAlchemyStore
 
         return SQLAlchemyStore
     if name == "DynamoDBStore":
-        from ._dynamodb import DynamoDBStore
+        from .dynamodb import DynamoDBStore
 
         return DynamoDBStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from flask_sqs_jobs import Job
 from flask_sqs_jobs import NonRetryableError
 from flask_sqs_jobs import RetryJob
 from flask_sqs_jobs.contrib.newrelic import NewRelicMiddleware
-from flask_sqs_jobs.engine._outcome import Outcome
+from flask_sqs_jobs.engine.model._outcome import Outcome
 from flask_sqs_jobs.testing import record_enqueued
 
 from tests.contrib.helpers import JOB_TYPE

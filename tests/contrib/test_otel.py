@@ -9,7 +9,7 @@ import pytest
 from flask_sqs_jobs import NonRetryableError
 from flask_sqs_jobs import RetryJob
 from flask_sqs_jobs.contrib.otel import OTelMiddleware
-from flask_sqs_jobs.engine._outcome import Outcome
+from flask_sqs_jobs.engine.model._outcome import Outcome
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
 from opentelemetry import propagate

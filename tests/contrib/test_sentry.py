@@ -10,7 +10,7 @@ import sentry_sdk
 from flask_sqs_jobs import NonRetryableError
 from flask_sqs_jobs import RetryJob
 from flask_sqs_jobs.contrib.sentry import SentryMiddleware
-from flask_sqs_jobs.engine._outcome import Outcome
+from flask_sqs_jobs.engine.model._outcome import Outcome
 from sentry_sdk.envelope import Envelope
 from sentry_sdk.integrations.flask import FlaskIntegration
 from sentry_sdk.tracing import Transaction

@@ -11,7 +11,7 @@ import sentry_sdk
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.contrib.sentry import SentryMiddleware
-from flask_sqs_jobs.engine._outcome import Outcome
+from flask_sqs_jobs.engine.model._outcome import Outcome
 from flask_sqs_jobs.testing import FinishedJob
 from flask_sqs_jobs.testing import work_off
 from sentry_sdk.envelope import Envelope

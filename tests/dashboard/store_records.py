@@ -6,10 +6,10 @@ import datetime as dt
 import json
 import typing as t
 
-from flask_sqs_jobs._recording import FINAL
 from flask_sqs_jobs.store import JobStore
 from flask_sqs_jobs.store import WorkerRecord
-from flask_sqs_jobs.store._records import JobEvent
+from flask_sqs_jobs.store.model._records import JobEvent
+from flask_sqs_jobs.store.records._recording import FINAL
 
 
 def record_job(

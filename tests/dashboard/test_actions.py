@@ -7,7 +7,7 @@ import typing as t
 
 import pytest
 from botocore.exceptions import ClientError
-from flask_sqs_jobs.engine._queue import SqsQueue
+from flask_sqs_jobs.engine.sqs._queue import SqsQueue
 
 from tests.support import visible_messages
 

@@ -244,7 +244,7 @@ def test_schedules_show_the_last_fire_the_store_knows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("cronsim")
-    from flask_sqs_jobs import _scheduler
+    from flask_sqs_jobs.periodic import _scheduler
 
     fired = dt.datetime(2026, 12, 1, 2, 0, tzinfo=dt.UTC)
 

@@ -13,9 +13,9 @@ import typing as t
 import pytest
 from botocore.exceptions import ClientError
 from flask_sqs_jobs import JobWorker
-from flask_sqs_jobs.engine import _probe_http
 from flask_sqs_jobs.engine import HealthServer
-from flask_sqs_jobs.engine._health import public_error
+from flask_sqs_jobs.engine.ops import _probe_http
+from flask_sqs_jobs.engine.ops._health import public_error
 
 from tests.engine.helpers import one_queue_group
 from tests.engine.helpers import poll_until

@@ -6,10 +6,10 @@ import json
 import typing as t
 
 from flask_sqs_jobs import SqsQueue
-from flask_sqs_jobs.engine._inspection import counts
-from flask_sqs_jobs.engine._inspection import dead_letter_queue
-from flask_sqs_jobs.engine._inspection import peek
-from flask_sqs_jobs.engine._inspection import QueueCounts
+from flask_sqs_jobs.engine.ops._inspection import counts
+from flask_sqs_jobs.engine.ops._inspection import dead_letter_queue
+from flask_sqs_jobs.engine.ops._inspection import peek
+from flask_sqs_jobs.engine.ops._inspection import QueueCounts
 
 from tests.support import create_queue
 from tests.support import queue_counts

@@ -15,10 +15,10 @@ from flask_sqs_jobs import Job
 from flask_sqs_jobs import JobMiddleware
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
-from flask_sqs_jobs.engine import _running
 from flask_sqs_jobs.engine import Hooks
-from flask_sqs_jobs.engine._inspection import dead_letter_queue
-from flask_sqs_jobs.engine._inspection import redrive
+from flask_sqs_jobs.engine.ops._inspection import dead_letter_queue
+from flask_sqs_jobs.engine.ops._inspection import redrive
+from flask_sqs_jobs.engine.worker import _running
 
 from tests.engine.helpers import events
 from tests.engine.helpers import one_queue_group

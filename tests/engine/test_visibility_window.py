@@ -16,12 +16,12 @@ from flask_sqs_jobs import current_job
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import RetryJob
 from flask_sqs_jobs import SqsQueue
-from flask_sqs_jobs.engine._delivery import Delivery
-from flask_sqs_jobs.engine._heartbeat import Heartbeat
-from flask_sqs_jobs.engine._lease import Lease
-from flask_sqs_jobs.engine._lease import VISIBILITY_WINDOW_ENDED
-from flask_sqs_jobs.engine._lease import WINDOW_MARGIN_SECONDS
-from flask_sqs_jobs.engine._settling import _retry_delay
+from flask_sqs_jobs.engine.worker._delivery import Delivery
+from flask_sqs_jobs.engine.worker._heartbeat import Heartbeat
+from flask_sqs_jobs.engine.worker._lease import Lease
+from flask_sqs_jobs.engine.worker._lease import VISIBILITY_WINDOW_ENDED
+from flask_sqs_jobs.engine.worker._lease import WINDOW_MARGIN_SECONDS
+from flask_sqs_jobs.engine.worker._settling import _retry_delay
 from moto.sqs.models import sqs_backends
 
 from tests.conftest import REGION

@@ -15,7 +15,7 @@ from flask_sqs_jobs import JobMiddleware
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import SqsQueue
-from flask_sqs_jobs.engine import _receive_health
+from flask_sqs_jobs.engine.worker import _receive_health
 
 from tests.engine.helpers import events
 from tests.engine.helpers import one_queue_group

@@ -37,7 +37,7 @@ from flask import Flask
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import NonRetryableError
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.engine import _receive_health as worker_module
+from flask_sqs_jobs.engine.worker import _receive_health as worker_module
 
 _lock = threading.Lock()
 _fd: int | None = None

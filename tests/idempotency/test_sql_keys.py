@@ -8,13 +8,13 @@ import threading
 
 import pytest
 import sqlalchemy as sa
-from flask_sqs_jobs.engine._idempotency_store import Claim
-from flask_sqs_jobs.engine._idempotency_store import ClaimState
-from flask_sqs_jobs.store import _sql_idempotency
+from flask_sqs_jobs.engine.model._idempotency_keys import Claim
+from flask_sqs_jobs.engine.model._idempotency_keys import ClaimState
 from flask_sqs_jobs.store import SQLAlchemyStore
-from flask_sqs_jobs.store._sql_idempotency import IdempotencyKeyLost
-from flask_sqs_jobs.store._sql_idempotency import SQLIdempotencyKeys
-from flask_sqs_jobs.store._tables import idempotency
+from flask_sqs_jobs.store.sql import _idempotency as _sql_idempotency
+from flask_sqs_jobs.store.sql._idempotency import IdempotencyKeyLost
+from flask_sqs_jobs.store.sql._idempotency import SQLIdempotencyKeys
+from flask_sqs_jobs.store.sql._tables import idempotency
 
 from tests.engine.helpers import WAIT
 

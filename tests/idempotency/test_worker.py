@@ -16,10 +16,10 @@ from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.engine import Hooks
 from flask_sqs_jobs.engine import Job
 from flask_sqs_jobs.engine import Outcome
-from flask_sqs_jobs.engine._idempotency_store import payload_fingerprint
-from flask_sqs_jobs.engine._metrics import PrometheusMetrics
-from flask_sqs_jobs.store import _sql_idempotency
-from flask_sqs_jobs.store._tables import idempotency
+from flask_sqs_jobs.engine.model._idempotency_keys import payload_fingerprint
+from flask_sqs_jobs.engine.ops._metrics import PrometheusMetrics
+from flask_sqs_jobs.store.sql import _idempotency as _sql_idempotency
+from flask_sqs_jobs.store.sql._tables import idempotency
 
 from tests.engine.helpers import events
 from tests.engine.helpers import poll_until

@@ -32,10 +32,10 @@ import typing as t
 import boto3
 import structlog
 from botocore.config import Config
-from flask_sqs_jobs.engine import _receive_health as worker_module
 from flask_sqs_jobs.engine import current_job
 from flask_sqs_jobs.engine import QueueGroup
 from flask_sqs_jobs.engine import run_worker
+from flask_sqs_jobs.engine.worker import _receive_health as worker_module
 
 log = structlog.get_logger("engine_worker")
 _record_lock = threading.Lock()

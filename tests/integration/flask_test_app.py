@@ -50,7 +50,7 @@ from flask_sqs_jobs import Job
 from flask_sqs_jobs import Retry
 from flask_sqs_jobs import signals
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.engine import _receive_health as worker_module
+from flask_sqs_jobs.engine.worker import _receive_health as worker_module
 
 log = structlog.get_logger("flask_test_app")
 _record_lock = threading.Lock()

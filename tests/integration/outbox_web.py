@@ -16,7 +16,7 @@ import typing as t
 
 import sqlalchemy as sa
 import sqlalchemy.orm
-from flask_sqs_jobs.store import _outbox_immediate
+from flask_sqs_jobs.store.outbox import _immediate as _outbox_immediate
 
 from tests.integration.flask_test_app import create_app
 

@@ -24,11 +24,11 @@ import typing as t
 
 import structlog
 from flask import Flask
-from flask_sqs_jobs import _dynamodb_claims
-from flask_sqs_jobs import _schedule_claims
-from flask_sqs_jobs import _scheduler
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.periodic import _claims as _schedule_claims
+from flask_sqs_jobs.periodic import _dynamodb_claims
+from flask_sqs_jobs.periodic import _scheduler
 from flask_sqs_jobs.store import DynamoDBStore
 
 from tests.integration.flask_test_app import configure_logging

@@ -12,8 +12,8 @@ import typing as t
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import SqsQueue
-from flask_sqs_jobs.engine import _probe_http
 from flask_sqs_jobs.engine import HealthServer
+from flask_sqs_jobs.engine.ops import _probe_http
 
 from tests.integration.conftest import MakeQueue
 from tests.probe_clients import get

@@ -22,7 +22,7 @@ from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import SqsQueue
 from flask_sqs_jobs.engine import LargePayloads
-from flask_sqs_jobs.engine._inspection import redrive
+from flask_sqs_jobs.engine.ops._inspection import redrive
 
 from tests.support import message_count
 from tests.support import stop_after

@@ -15,7 +15,7 @@ from flask import Flask
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.store import SQLAlchemyStore
 from flask_sqs_jobs.store import WorkerRecord
-from flask_sqs_jobs.store._tables import workers as workers_table
+from flask_sqs_jobs.store.sql._tables import workers as workers_table
 
 from .conftest import MakeQueue
 from .conftest import ROOT

@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm
 from flask import Flask
-from flask_sqs_jobs.store import _outbox
 from flask_sqs_jobs.store import SQLAlchemyStore
+from flask_sqs_jobs.store.outbox import _write as _outbox
 from prometheus_client.parser import text_string_to_metric_families
 
 from . import test_cli_worker

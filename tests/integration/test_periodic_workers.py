@@ -136,7 +136,7 @@ def handled_the_tick(worker: WorkerProcess, shifted: Tick) -> bool:
 def sql_store(tmp_path: pathlib.Path) -> str:
     """A SQLite store with its tables; skips while the outbox is missing."""
     pytest.importorskip(
-        "flask_sqs_jobs.store._outbox", reason="outbox not available yet"
+        "flask_sqs_jobs.store.outbox._write", reason="outbox not available yet"
     )
     from flask_sqs_jobs.store import SQLAlchemyStore
 

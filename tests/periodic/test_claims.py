@@ -9,12 +9,12 @@ import typing as t
 import boto3
 import pytest
 from flask import Flask
-from flask_sqs_jobs import _schedule_claims
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs._dynamodb_claims import DynamoClaims
-from flask_sqs_jobs._dynamodb_claims import STALE_AFTER_SECONDS
-from flask_sqs_jobs._schedule_claims import FifoClaims
-from flask_sqs_jobs._scheduler import Scheduler
+from flask_sqs_jobs.periodic import _claims as _schedule_claims
+from flask_sqs_jobs.periodic._claims import FifoClaims
+from flask_sqs_jobs.periodic._dynamodb_claims import DynamoClaims
+from flask_sqs_jobs.periodic._dynamodb_claims import STALE_AFTER_SECONDS
+from flask_sqs_jobs.periodic._scheduler import Scheduler
 from flask_sqs_jobs.store import DynamoDBStore
 
 from tests.conftest import MakeApp
@@ -123,7 +123,7 @@ def test_a_schedule_workers_cannot_run_is_refused_before_any_process_starts(
 def test_with_the_eventbridge_scheduler_workers_run_no_scheduler(
     sqs: SQSClient, make_app: MakeApp
 ) -> None:
-    from flask_sqs_jobs._scheduler import scheduler_service
+    from flask_sqs_jobs.periodic._scheduler import scheduler_service
 
     create_queue(sqs, "standard")
     app, jobs = periodic_app(make_app, "standard", SQS_JOBS_SCHEDULER="eventbridge")
@@ -230,12 +230,12 @@ def test_with_a_sql_store_the_tick_and_its_outbox_row_commit_together(
     sqs: SQSClient, make_app: MakeApp, store_url: str
 ) -> None:
     pytest.importorskip(
-        "flask_sqs_jobs.store._outbox", reason="outbox not available yet"
+        "flask_sqs_jobs.store.outbox._write", reason="outbox not available yet"
     )
     import sqlalchemy as sa
-    from flask_sqs_jobs._schedule_claims import SqlClaims
-    from flask_sqs_jobs.store._tables import outbox
-    from flask_sqs_jobs.store._tables import schedule_ticks
+    from flask_sqs_jobs.periodic._claims import SqlClaims
+    from flask_sqs_jobs.store.sql._tables import outbox
+    from flask_sqs_jobs.store.sql._tables import schedule_ticks
 
     create_queue(sqs, "standard")
     app, jobs = periodic_app(make_app, "standard", SQS_JOBS_STORE_URL=store_url)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from flask_sqs_jobs._cron import CronExpression
+from flask_sqs_jobs.periodic._cron import CronExpression
 
 UTC = dt.UTC
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from flask_sqs_jobs._cron import CronExpression
+from flask_sqs_jobs.periodic._cron import CronExpression
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import typing as t
 
 import pytest
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs._periodic import Schedule
-from flask_sqs_jobs._scheduler import Scheduler
-from flask_sqs_jobs.engine._metrics import PrometheusMetrics
+from flask_sqs_jobs.engine.ops._metrics import PrometheusMetrics
+from flask_sqs_jobs.periodic._schedule import Schedule
+from flask_sqs_jobs.periodic._scheduler import Scheduler
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 6, 1, 2, 59, 30, tzinfo=UTC)

@@ -10,7 +10,7 @@ import pytest
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.store import WorkerRecord
-from flask_sqs_jobs.store._records import JobEvent
+from flask_sqs_jobs.store.model._records import JobEvent
 
 from tests.conftest import MakeApp
 

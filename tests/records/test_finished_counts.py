@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from flask_sqs_jobs._recording import FINAL
 from flask_sqs_jobs.store import JobStore
-from flask_sqs_jobs.store._records import JobEvent
-from flask_sqs_jobs.store._records import MinuteCount
+from flask_sqs_jobs.store.model._records import JobEvent
+from flask_sqs_jobs.store.model._records import MinuteCount
+from flask_sqs_jobs.store.records._recording import FINAL
 
 
 def _finish(

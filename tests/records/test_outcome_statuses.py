@@ -6,11 +6,11 @@ import collections.abc as cabc
 import typing as t
 
 import pytest
-from flask_sqs_jobs._record_writer import RecordWriter
-from flask_sqs_jobs._recording import RecordingHooks
 from flask_sqs_jobs.engine import Job
 from flask_sqs_jobs.engine import Outcome
-from flask_sqs_jobs.store._records import JobEvent
+from flask_sqs_jobs.store.model._records import JobEvent
+from flask_sqs_jobs.store.records._recording import RecordingHooks
+from flask_sqs_jobs.store.records._writer import RecordWriter
 
 
 class Collected:

@@ -7,9 +7,9 @@ import datetime as dt
 import threading
 import typing as t
 
-from flask_sqs_jobs._record_writer import RecordWriter
-from flask_sqs_jobs.engine._store_errors import store_error_counts
-from flask_sqs_jobs.store._records import JobEvent
+from flask_sqs_jobs.engine.ops._store_errors import store_error_counts
+from flask_sqs_jobs.store.model._records import JobEvent
+from flask_sqs_jobs.store.records._writer import RecordWriter
 
 if t.TYPE_CHECKING:
     from structlog.typing import EventDict

@@ -6,7 +6,7 @@ import typing as t
 
 import pytest
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.engine._metrics import PrometheusMetrics
+from flask_sqs_jobs.engine.ops._metrics import PrometheusMetrics
 from flask_sqs_jobs.testing import work_off
 
 from tests.conftest import MakeApp

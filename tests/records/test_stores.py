@@ -10,7 +10,7 @@ from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store import JobStore
 from flask_sqs_jobs.store import SQLAlchemyStore
 from flask_sqs_jobs.store import WorkerRecord
-from flask_sqs_jobs.store._records import JobEvent
+from flask_sqs_jobs.store.model._records import JobEvent
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 

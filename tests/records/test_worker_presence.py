@@ -7,9 +7,9 @@ import datetime as dt
 import time
 
 import pytest
-from flask_sqs_jobs._worker_presence import WorkerPresence
 from flask_sqs_jobs.store import SQLAlchemyStore
-from flask_sqs_jobs.store._records import JobEvent
+from flask_sqs_jobs.store.model._records import JobEvent
+from flask_sqs_jobs.store.records._presence import WorkerPresence
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_a_store_failure_is_logged_and_the_service_keeps_going(
         busy_slots=lambda: 0,
         refresh_seconds=0.01,
     )
-    from flask_sqs_jobs.engine._store_errors import store_error_counts
+    from flask_sqs_jobs.engine.ops._store_errors import store_error_counts
 
     before = store_error_counts().get("workers", 0)
     presence.start()

@@ -8,13 +8,13 @@ import pytest
 from botocore.exceptions import ClientError
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.engine._idempotency_store import ClaimState
-from flask_sqs_jobs.engine._idempotency_store import MAX_RESULT_BYTES
+from flask_sqs_jobs.engine.model._idempotency_keys import ClaimState
+from flask_sqs_jobs.engine.model._idempotency_keys import MAX_RESULT_BYTES
 from flask_sqs_jobs.store import DynamoDBStore
-from flask_sqs_jobs.store._dynamodb_idempotency import DynamoDBIdempotencyKeys
+from flask_sqs_jobs.store.dynamodb._idempotency import DynamoDBIdempotencyKeys
 
 if t.TYPE_CHECKING:
-    from flask_sqs_jobs.engine._idempotency_store import IdempotencyKeys
+    from flask_sqs_jobs.engine.model._idempotency_keys import IdempotencyKeys
 
 pytestmark = pytest.mark.integration
 

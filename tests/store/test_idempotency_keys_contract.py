@@ -12,10 +12,10 @@ import time
 import typing as t
 
 import pytest
-from flask_sqs_jobs.engine._idempotency_store import Claim
-from flask_sqs_jobs.engine._idempotency_store import ClaimState
-from flask_sqs_jobs.engine._idempotency_store import IdempotencyKeys
-from flask_sqs_jobs.engine._idempotency_store import MAX_RESULT_BYTES
+from flask_sqs_jobs.engine.model._idempotency_keys import Claim
+from flask_sqs_jobs.engine.model._idempotency_keys import ClaimState
+from flask_sqs_jobs.engine.model._idempotency_keys import IdempotencyKeys
+from flask_sqs_jobs.engine.model._idempotency_keys import MAX_RESULT_BYTES
 from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store import JobStore
 

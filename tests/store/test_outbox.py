@@ -15,12 +15,12 @@ from flask import Flask
 from flask_sqs_jobs import Job
 from flask_sqs_jobs import JobMiddleware
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.store import _outbox
-from flask_sqs_jobs.store import _outbox_rows
 from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store import SQLAlchemyStore
-from flask_sqs_jobs.store._outbox_immediate import flush_all
-from flask_sqs_jobs.store._outbox_relay import OutboxRelay
+from flask_sqs_jobs.store.outbox import _rows as _outbox_rows
+from flask_sqs_jobs.store.outbox import _write as _outbox
+from flask_sqs_jobs.store.outbox._immediate import flush_all
+from flask_sqs_jobs.store.outbox._relay import OutboxRelay
 
 from tests.support import create_queue
 

@@ -1,0 +1,119 @@
+"""``flask sqs-jobs dlq``: inspect and redrive dead letters."""
+
+from __future__ import annotations
+
+import json
+import typing as t
+
+import click
+from flask import Flask
+from flask.cli import with_appcontext
+
+from ..engine.ops import describe_dead_letter
+from ..engine.ops import peek
+from ..engine.ops import redrive
+from ._common import ConfigurationError
+from ._common import current_app_and_jobs
+from ._common import dead_letter_queue_of
+from ._common import option
+from ._common import printable
+from ._common import queue_named
+from ._common import sqs_errors
+
+if t.TYPE_CHECKING:
+    from .._extension import SQSJobs
+    from ..engine.sqs import SqsQueue
+
+
+@click.group("dlq")
+def dlq_command() -> None:
+    """Inspect and redrive dead letters."""
+
+
+def _queue_and_dead_letters(
+    jobs: SQSJobs, app: Flask, name: str
+) -> tuple[SqsQueue, SqsQueue]:
+    queue = queue_named(jobs, app, name)
+    dlq = dead_letter_queue_of(name, queue)
+    if dlq is None:
+        raise ConfigurationError(
+            f"queue {name!r} has no dead-letter queue (no RedrivePolicy); add one,"
+            " e.g. with `flask sqs-jobs create-queues`"
+        )
+    return queue, dlq
+
+
+@dlq_command.command("list")
+@click.argument("queue")
+@option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@with_appcontext
+def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
+    """Show the dead letters of QUEUE (a logical name) without consuming them."""
+    app, jobs = current_app_and_jobs()
+    with sqs_errors(jobs, app):
+        _, dlq = _queue_and_dead_letters(jobs, app, queue)
+        messages = peek(dlq, limit)
+    letters = [describe_dead_letter(m) for m in messages]
+    if as_json:
+        report = {"queue": queue, "dead_letters": letters}
+        click.echo(json.dumps(report, indent=2, ensure_ascii=True))
+        return
+    if not letters:
+        click.echo(f"no dead letters for {queue!r}")
+    for letter in letters:
+        for line in _dead_letter_lines(letter):
+            click.echo(line)
+
+
+def _dead_letter_lines(letter: dict[str, t.Any]) -> list[str]:
+    """``dlq list``'s lines about one dead letter, every field made printable."""
+    reason = letter["dead_letter"] or {}
+    if not isinstance(reason, dict):
+        reason = {"error": json.dumps(reason)}
+    lines = [
+        f"{printable(letter['message_id'])}  job_type={printable(letter['job_type'])}"
+    ]
+    if reason:
+        fields = {
+            key: printable(reason.get(key))
+            for key in (
+                "error_type",
+                "error",
+                "failed_at",
+                "receive_count",
+                "source_queue",
+            )
+        }
+        lines.append(
+            f"  reason: {fields['error_type']}: {fields['error']}"
+            f" (failed {fields['failed_at']}, receive {fields['receive_count']},"
+            f" from {fields['source_queue']})"
+        )
+    else:
+        lines.append("  reason: unknown (moved by SQS's redrive policy)")
+    if letter.get("offloaded_bytes") is not None:
+        lines.append(
+            f"  payload: offloaded to S3 ({printable(letter['offloaded_bytes'])} bytes)"
+        )
+    elif letter["payload"] is not None:
+        lines.append(f"  payload: {json.dumps(letter['payload'], ensure_ascii=True)}")
+    else:
+        lines.append(f"  body (not a job): {printable(repr(letter['body']))}")
+    return lines
+
+
+@dlq_command.command("redrive")
+@click.argument("queue")
+@option("--job-type", default=None, help="Move only dead letters of this type.")
+@option("--limit", type=click.IntRange(min=1), default=None, help="Move at most N.")
+@with_appcontext
+def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> None:
+    """Move dead letters of QUEUE (a logical name) back to it, to run again."""
+    app, jobs = current_app_and_jobs()
+    with sqs_errors(jobs, app):
+        target, dlq = _queue_and_dead_letters(jobs, app, queue)
+        result = redrive(dlq, target, job_type=job_type, limit=limit)
+    click.echo(
+        f"moved {result.moved} dead letter(s) back to {queue!r}; {result.left} left"
+    )

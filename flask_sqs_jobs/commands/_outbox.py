@@ -1,0 +1,127 @@
+"""``flask sqs-jobs outbox ...``: run the outbox relay, show what is pending."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import types
+import typing as t
+
+import click
+from flask import Flask
+from flask.cli import with_appcontext
+
+from ._common import ConfigurationError
+from ._common import current_app_and_jobs
+from ._common import logs_off_stdout
+from ._common import option
+from ._common import printable
+from ._common import table
+
+if t.TYPE_CHECKING:
+    from .._extension import SQSJobs
+    from ..store.outbox import OutboxRelay
+    from ..store.sql import SQLAlchemyStore
+
+
+@click.group("outbox")
+def outbox_command() -> None:
+    """The transactional outbox: jobs written with enqueue(..., session=)."""
+
+
+@outbox_command.command("relay")
+@option("--once", is_flag=True, help="Send what is pending, then exit.")
+@with_appcontext
+def relay_command(once: bool) -> None:
+    """Send the outbox's rows to SQS until SIGTERM or SIGINT.
+
+    Every ``flask sqs-worker`` runs a relay already; run this one where no
+    worker does. With ``--once`` it sends until the outbox is empty (rows
+    backing off after a failed send stay) and exits 0.
+    """
+    app, jobs = current_app_and_jobs()
+    relay = make_relay(app, jobs)
+    if once:
+        with logs_off_stdout():
+            sent = relay.drain()
+        click.echo(f"sent {sent} job(s)")
+        return
+    with _stop_on_signals(relay):
+        relay.run()
+
+
+@outbox_command.command("status")
+@option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@with_appcontext
+def status_command(as_json: bool) -> None:
+    """Show the jobs waiting in the outbox, and the oldest one's age, per queue."""
+    from ..store.outbox import outbox_status
+
+    app, jobs = current_app_and_jobs()
+    with _store(app, jobs).engine.connect() as connection:
+        queues = outbox_status(connection)
+    report = {
+        "pending": sum(q.pending for q in queues),
+        "oldest_age_seconds": round(
+            max((q.oldest_age_seconds for q in queues), default=0.0), 3
+        ),
+        "failing": sum(q.failing for q in queues),
+        "queues": {
+            q.queue: {
+                "pending": q.pending,
+                "oldest_age_seconds": round(q.oldest_age_seconds, 3),
+                "failing": q.failing,
+            }
+            for q in queues
+        },
+    }
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=True))
+        return
+    click.echo(
+        f"pending: {report['pending']}, oldest: {report['oldest_age_seconds']:.1f} s,"
+        f" failing: {report['failing']}"
+    )
+    if queues:
+        rows = [["QUEUE", "PENDING", "OLDEST (S)", "FAILING"]]
+        rows += [
+            [
+                printable(q.queue),
+                str(q.pending),
+                f"{q.oldest_age_seconds:.1f}",
+                str(q.failing),
+            ]
+            for q in queues
+        ]
+        click.echo(table(rows))
+
+
+def make_relay(app: Flask, jobs: SQSJobs) -> OutboxRelay:
+    from ..store.outbox import OutboxRelay
+
+    return OutboxRelay(_store(app, jobs).engine, jobs.queues(app))
+
+
+def _store(app: Flask, jobs: SQSJobs) -> SQLAlchemyStore:
+    from .._outbox_enqueue import outbox_store
+
+    try:
+        return outbox_store(jobs, app)
+    except RuntimeError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _stop_on_signals(relay: OutboxRelay) -> t.Iterator[None]:
+    def stop(signum: int, frame: types.FrameType | None) -> None:
+        relay.request_stop()
+
+    previous = {
+        sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,128 @@
+"""The job model: what producers, middleware, handlers and hooks see.
+
+The job, ``current_job``, outcomes, the exception tree, handlers, middleware,
+hooks, retry policies, job ids, and the protocols the rest of the engine
+implements (idempotency keys, job sessions). Imports nothing else of the engine.
+"""
+
+from __future__ import annotations
+
+from ._current import current_job
+from ._current import reset_current_job
+from ._current import set_current_job
+from ._exceptions import EnqueueBatchError
+from ._exceptions import IdempotencyConflictError
+from ._exceptions import NonRetryableError
+from ._exceptions import QueueNotFoundError
+from ._exceptions import RetryJob
+from ._exceptions import SQSJobsError
+from ._exceptions import UnknownQueueError
+from ._handlers import as_job_handler
+from ._handlers import call_handler
+from ._handlers import check_idempotency
+from ._handlers import close_thread_loop
+from ._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from ._handlers import HandlerFunc
+from ._handlers import JobHandler
+from ._handlers import KeyFunc
+from ._hooks import Hooks
+from ._hooks import MultiHooks
+from ._idempotency_keys import Claim
+from ._idempotency_keys import ClaimState
+from ._idempotency_keys import IdempotencyKeys
+from ._idempotency_keys import MAX_RESULT_BYTES
+from ._idempotency_keys import payload_fingerprint
+from ._isolation import call_hook
+from ._job import Job
+from ._job import JSONObject
+from ._job_ids import check_job_id
+from ._job_ids import is_job_id
+from ._job_ids import new_job_id
+from ._job_ids import received_job_id
+from ._job_ids import shown_job_id
+from ._job_session import JobSession
+from ._job_session import SessionFactory
+from ._limits import DEFAULT_MAX_MESSAGE_SIZE
+from ._limits import is_finite_number
+from ._limits import MAX_BATCH_ENTRIES
+from ._limits import MAX_DEFERRAL_SECONDS
+from ._limits import MAX_DELAY_SECONDS
+from ._limits import MAX_ID_LENGTH
+from ._limits import MAX_MESSAGE_ATTRIBUTES
+from ._limits import MAX_VISIBILITY_TIMEOUT
+from ._limits import MAX_WAIT_SECONDS
+from ._middleware import check_single_trace_injector
+from ._middleware import compose_consume
+from ._middleware import compose_poll
+from ._middleware import compose_produce
+from ._middleware import JobMiddleware
+from ._outcome import Outcome
+from ._progress import set_reporter
+from ._retry import judge
+from ._retry import max_attempts
+from ._retry import Retry
+from ._retry import Verdict
+from ._untrusted import escape
+from ._untrusted import loggable_text
+from ._untrusted import trim_correlation_fields
+
+__all__ = [
+    "Claim",
+    "ClaimState",
+    "DEFAULT_IDEMPOTENCY_TTL_SECONDS",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "EnqueueBatchError",
+    "HandlerFunc",
+    "Hooks",
+    "IdempotencyConflictError",
+    "IdempotencyKeys",
+    "JSONObject",
+    "Job",
+    "JobHandler",
+    "JobMiddleware",
+    "JobSession",
+    "KeyFunc",
+    "MAX_BATCH_ENTRIES",
+    "MAX_DEFERRAL_SECONDS",
+    "MAX_DELAY_SECONDS",
+    "MAX_ID_LENGTH",
+    "MAX_MESSAGE_ATTRIBUTES",
+    "MAX_RESULT_BYTES",
+    "MAX_VISIBILITY_TIMEOUT",
+    "MAX_WAIT_SECONDS",
+    "MultiHooks",
+    "NonRetryableError",
+    "Outcome",
+    "QueueNotFoundError",
+    "Retry",
+    "RetryJob",
+    "SQSJobsError",
+    "SessionFactory",
+    "UnknownQueueError",
+    "Verdict",
+    "as_job_handler",
+    "call_handler",
+    "call_hook",
+    "check_idempotency",
+    "check_job_id",
+    "check_single_trace_injector",
+    "close_thread_loop",
+    "compose_consume",
+    "compose_poll",
+    "compose_produce",
+    "current_job",
+    "escape",
+    "is_finite_number",
+    "is_job_id",
+    "judge",
+    "loggable_text",
+    "max_attempts",
+    "new_job_id",
+    "payload_fingerprint",
+    "received_job_id",
+    "reset_current_job",
+    "set_current_job",
+    "set_reporter",
+    "shown_job_id",
+    "trim_correlation_fields",
+]

@@ -1,0 +1,144 @@
+"""Prometheus metrics for a worker (the ``metrics`` extra, prometheus-client).
+
+Series: ``sqs_jobs_jobs_total{queue,job_type,outcome}``,
+``sqs_jobs_job_duration_seconds{queue,job_type}`` (histogram),
+``sqs_jobs_receive_errors_total{queue}``, ``sqs_jobs_busy_slots``,
+``sqs_jobs_last_receive_age_seconds``, ``sqs_jobs_schedule_ticks_total{schedule}`` and
+``sqs_jobs_store_errors_total{part}`` (failed job-store writes of this process).
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+try:
+    import prometheus_client
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        'Prometheus metrics need the "metrics" extra:'
+        ' pip install "flask-sqs-jobs[metrics]"'
+    ) from exc
+
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from ..model import Hooks
+from ..model import Job
+from ..model import Outcome
+from ._store_errors import store_error_counts
+
+if t.TYPE_CHECKING:
+    from ..worker import JobWorker
+
+#: Job durations range from milliseconds to the hour-long maximum runtime.
+DURATION_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    300,
+    900,
+    3600,
+)
+
+
+class PrometheusMetrics(Hooks):
+    """Count jobs and receive errors of one worker, in a registry of its own.
+
+    Pass it to the worker as a hook, then :meth:`bind` the worker for the
+    gauges::
+
+        metrics = PrometheusMetrics()
+        worker = JobWorker(queues, handlers, hooks=[metrics])
+        metrics.bind(worker)
+    """
+
+    def __init__(
+        self, registry: prometheus_client.CollectorRegistry | None = None
+    ) -> None:
+        self.registry = registry or prometheus_client.CollectorRegistry()
+        self.jobs = prometheus_client.Counter(
+            "sqs_jobs_jobs",
+            "Jobs finished, by outcome.",
+            ["queue", "job_type", "outcome"],
+            registry=self.registry,
+        )
+        self.duration = prometheus_client.Histogram(
+            "sqs_jobs_job_duration_seconds",
+            "Time from a job's start to its message being settled.",
+            ["queue", "job_type"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.receive_errors = prometheus_client.Counter(
+            "sqs_jobs_receive_errors",
+            "Failed ReceiveMessage calls (and failed queue look-ups).",
+            ["queue"],
+            registry=self.registry,
+        )
+        self.schedule_ticks = prometheus_client.Counter(
+            "sqs_jobs_schedule_ticks",
+            "Ticks of periodic jobs this worker enqueued.",
+            ["schedule"],
+            registry=self.registry,
+        )
+        self.busy_slots = prometheus_client.Gauge(
+            "sqs_jobs_busy_slots", "Jobs running now.", registry=self.registry
+        )
+        self.last_receive_age = prometheus_client.Gauge(
+            "sqs_jobs_last_receive_age_seconds",
+            "Seconds since a receive last completed, empty or not.",
+            registry=self.registry,
+        )
+
+        self.registry.register(_StoreErrors())
+
+    def bind(self, worker: JobWorker) -> None:
+        """Read the gauges from ``worker`` at each scrape."""
+        self.busy_slots.set_function(lambda: worker.busy_slots)
+        self.last_receive_age.set_function(lambda: worker.last_receive_age or 0.0)
+
+    def render(self) -> tuple[bytes, str]:
+        """Return the exposition text and its content type."""
+        return prometheus_client.generate_latest(self.registry), (
+            prometheus_client.CONTENT_TYPE_LATEST
+        )
+
+    def job_finished(
+        self,
+        job: Job,
+        outcome: Outcome,
+        duration_ms: float,
+        exception: BaseException | None,
+    ) -> None:
+        self.jobs.labels(job.queue, job.job_type, str(outcome)).inc()
+        self.duration.labels(job.queue, job.job_type).observe(duration_ms / 1000)
+
+    def receive_failed(self, queue: str, error: BaseException) -> None:
+        self.receive_errors.labels(queue).inc()
+
+    def schedule_fired(self, schedule: str) -> None:
+        self.schedule_ticks.labels(schedule).inc()
+
+
+class _StoreErrors(Collector):
+    """``sqs_jobs_store_errors_total{part}``, read from the process-wide counts."""
+
+    def collect(self) -> t.Iterable[prometheus_client.Metric]:
+        family = CounterMetricFamily(
+            "sqs_jobs_store_errors",
+            "Failed job-store writes (job records, workers); the jobs went on.",
+            labels=["part"],
+        )
+        for part, count in sorted(store_error_counts().items()):
+            family.add_metric([part], count)
+        yield family

@@ -1,0 +1,82 @@
+"""SQS calls and the wire format.
+
+One queue's settings and every call on it (``SqsQueue``), queue definitions,
+message bodies and attributes with SQS's quotas, group-committed batch calls,
+and large payloads through S3.
+"""
+
+from __future__ import annotations
+
+from ._definitions import parse_queue_definitions
+from ._definitions import QueueDefinition
+from ._group_commit import error_code
+from ._large_payloads import LargePayloads
+from ._large_payloads import offloaded_size
+from ._large_payloads import PayloadNotFound
+from ._large_payloads import Pointer
+from ._large_payloads import POINTER_ATTRIBUTES
+from ._large_payloads import S3Client
+from ._large_payloads_options import check_settings
+from ._message_attributes import check_message_attributes
+from ._named_queues import NamedQueues
+from ._offloading import after_delete
+from ._offloading import check_room
+from ._offloading import discard_unsent
+from ._offloading import offload_entries
+from ._offloading import send
+from ._queue import CallError
+from ._queue import is_lost_ownership
+from ._queue import QUEUE_DOES_NOT_EXIST_CODES
+from ._queue import SqsQueue
+from ._wire import build_attributes
+from ._wire import CORRELATION_FIELDS_ATTRIBUTE
+from ._wire import DEAD_LETTER_ATTRIBUTE
+from ._wire import decode_attributes
+from ._wire import decode_body
+from ._wire import DecodedBody
+from ._wire import dump_json
+from ._wire import encode_body
+from ._wire import format_utc
+from ._wire import message_size
+from ._wire import MessageAttributes
+from ._wire import parse_run_at
+from ._wire import scheduled_for
+from ._wire import string_attribute
+
+__all__ = [
+    "CORRELATION_FIELDS_ATTRIBUTE",
+    "CallError",
+    "DEAD_LETTER_ATTRIBUTE",
+    "DecodedBody",
+    "LargePayloads",
+    "MessageAttributes",
+    "NamedQueues",
+    "POINTER_ATTRIBUTES",
+    "PayloadNotFound",
+    "Pointer",
+    "QUEUE_DOES_NOT_EXIST_CODES",
+    "QueueDefinition",
+    "S3Client",
+    "SqsQueue",
+    "after_delete",
+    "build_attributes",
+    "check_message_attributes",
+    "check_room",
+    "check_settings",
+    "decode_attributes",
+    "decode_body",
+    "discard_unsent",
+    "dump_json",
+    "encode_body",
+    "error_code",
+    "format_utc",
+    "is_lost_ownership",
+    "message_size",
+    "offload_entries",
+    "offloaded_size",
+    "parse_queue_definitions",
+    "parse_run_at",
+    "scheduled_for",
+    "send",
+    "string_attribute",
+]

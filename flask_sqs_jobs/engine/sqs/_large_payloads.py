@@ -1,0 +1,234 @@
+"""Large payloads through S3, in the format of AWS's SQS Extended Client.
+
+A message too large for SQS (or every message, with ``always``) is stored as
+an S3 object and sent as a pointer::
+
+    ["software.amazon.payloadoffloading.PayloadS3Pointer",
+     {"s3BucketName": "<bucket>", "s3Key": "<key>"}]
+
+with a Number message attribute ``ExtendedPayloadSize`` holding the original
+body's size in bytes, so AWS's Java and Python extended clients can produce
+for and consume from the same queues. The legacy names written by older
+clients (``com.amazon.sqs.javamessaging.MessageS3Pointer``,
+``SQSLargePayloadSize``) are read too.
+
+A pointer is untrusted: it is only followed when it names the configured
+bucket and a key under the configured prefix, so a hostile producer cannot
+make the worker read or delete other objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing as t
+import uuid
+
+import structlog
+
+from ..model import loggable_text
+from ..model import NonRetryableError
+from ._group_commit import error_code
+from ._large_payloads_options import check_options
+from ._large_payloads_options import MAX_KEY_LENGTH
+
+log = structlog.get_logger(__name__)
+
+POINTER_CLASS = "software.amazon.payloadoffloading.PayloadS3Pointer"
+LEGACY_POINTER_CLASS = "com.amazon.sqs.javamessaging.MessageS3Pointer"
+SIZE_ATTRIBUTE = "ExtendedPayloadSize"
+LEGACY_SIZE_ATTRIBUTE = "SQSLargePayloadSize"
+_POINTER_CLASSES = frozenset({POINTER_CLASS, LEGACY_POINTER_CLASS})
+_SIZE_ATTRIBUTES = (SIZE_ATTRIBUTE, LEGACY_SIZE_ATTRIBUTE)
+#: The attributes that mark a message as a pointer: a re-send never drops them.
+POINTER_ATTRIBUTES = frozenset(_SIZE_ATTRIBUTES)
+#: A pointer body is small; anything longer is not one.
+_MAX_POINTER_BODY = 4096
+#: S3 error codes meaning the object is gone.
+NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+
+#: A boto3 S3 client (typed loosely: the project carries no S3 stubs).
+S3Client: t.TypeAlias = t.Any
+
+
+class PayloadNotFound(NonRetryableError):
+    """A message points to an S3 object that does not exist (any more).
+
+    No retry can bring it back: the message is dead-lettered with this reason
+    where the queue has a dead-letter queue, otherwise deleted.
+    """
+
+
+@dataclasses.dataclass(frozen=True)
+class Pointer:
+    """Where an offloaded body lives."""
+
+    bucket: str
+    key: str
+    #: The body's size as the message says (``ExtendedPayloadSize``), if given.
+    size: int | None = None
+
+
+class LargePayloads:
+    """Store message bodies too large for SQS in S3 (the SQS Extended Client way).
+
+    :param s3_client: a boto3 S3 client.
+    :param bucket: the bucket objects are written to, and the only one read.
+    :param prefix: the key prefix of every object written; pointers to keys
+        outside it are refused.
+    :param threshold_bytes: offload when body plus attributes exceed this;
+        None means the queue's MaximumMessageSize.
+    :param always: offload every message.
+    :param delete_after_processing: delete the object once its message is
+        deleted after processing.
+    """
+
+    def __init__(
+        self,
+        s3_client: S3Client,
+        *,
+        bucket: str,
+        prefix: str = "sqs-jobs/",
+        threshold_bytes: int | None = None,
+        always: bool = False,
+        delete_after_processing: bool = True,
+    ) -> None:
+        check_options(
+            bucket=bucket,
+            prefix=prefix,
+            threshold_bytes=threshold_bytes,
+            always=always,
+            delete_after_processing=delete_after_processing,
+        )
+        self.s3_client = s3_client
+        self.bucket = bucket
+        self.prefix = prefix
+        self.threshold_bytes = threshold_bytes
+        self.always = always
+        self.delete_after_processing = delete_after_processing
+
+    def __repr__(self) -> str:
+        return f"<LargePayloads s3://{self.bucket}/{self.prefix}>"
+
+    # -- producing --
+
+    def should_offload(self, size: int, queue_limit: int) -> bool:
+        """Whether a message of ``size`` bytes goes through S3."""
+        if self.always:
+            return True
+        threshold = queue_limit
+        if self.threshold_bytes is not None:
+            threshold = min(self.threshold_bytes, queue_limit)
+        return size > threshold
+
+    def pointer_body(self, key: str) -> str:
+        """The message body pointing at ``key``, as the extended clients write it."""
+        return json.dumps([POINTER_CLASS, {"s3BucketName": self.bucket, "s3Key": key}])
+
+    def new_key(self) -> str:
+        return f"{self.prefix}{uuid.uuid4()}"
+
+    def upload(self, body: str) -> tuple[str, int]:
+        """Write ``body`` as a new object; return its key and size in bytes."""
+        data = body.encode()
+        key = self.new_key()
+        self.s3_client.put_object(Bucket=self.bucket, Key=key, Body=data)
+        return key, len(data)
+
+    def discard(self, key: str) -> None:
+        """Delete an object whose message was not sent (best effort, logged)."""
+        try:
+            self.s3_client.delete_object(Bucket=self.bucket, Key=key)
+        except Exception as exc:
+            log.warning(
+                "large_payload_cleanup_failed",
+                s3_bucket=self.bucket,
+                s3_key=key,
+                error=str(exc),
+            )
+
+    # -- consuming --
+
+    def read_pointer(self, body: object, attributes: object) -> Pointer | str | None:
+        """Return the pointer a received message carries, None, or why it is refused.
+
+        A message is a pointer when it carries ``ExtendedPayloadSize`` (or the
+        legacy ``SQSLargePayloadSize``), as AWS's clients decide.
+        """
+        announced = size_attribute(attributes)
+        if announced is None:
+            return None
+        if not isinstance(body, str) or len(body) > _MAX_POINTER_BODY:
+            return "large payload pointer is not a pointer body"
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            return "large payload pointer is not JSON"
+        if (
+            not isinstance(data, list)
+            or len(data) != 2
+            or data[0] not in _POINTER_CLASSES
+            or not isinstance(data[1], dict)
+        ):
+            return "large payload pointer is malformed"
+        bucket, key = data[1].get("s3BucketName"), data[1].get("s3Key")
+        if not isinstance(bucket, str) or not isinstance(key, str):
+            return "large payload pointer lacks s3BucketName or s3Key"
+        if bucket != self.bucket:
+            return "large payload pointer names another bucket than the configured one"
+        if (
+            not key.startswith(self.prefix)
+            or len(key) > MAX_KEY_LENGTH
+            or not key.isprintable()
+            or "/../" in f"/{key}/"
+        ):
+            return "large payload pointer names a key outside the configured prefix"
+        return Pointer(bucket, key, announced)
+
+    def fetch(self, pointer: Pointer) -> str:
+        """Return the body stored at ``pointer``.
+
+        :raises PayloadNotFound: the object does not exist.
+        :raises Exception: any other S3 error (the message is retried).
+        """
+        try:
+            response = self.s3_client.get_object(Bucket=pointer.bucket, Key=pointer.key)
+        except Exception as exc:
+            if error_code(exc) in NOT_FOUND_CODES:
+                raise PayloadNotFound(
+                    f"s3://{pointer.bucket}/{loggable_text(pointer.key, 256)}"
+                    " does not exist"
+                ) from exc
+            raise
+        data: bytes = response["Body"].read()
+        return data.decode()
+
+    def delete(self, pointer: Pointer) -> None:
+        """Delete a processed message's object (best effort, logged)."""
+        try:
+            self.s3_client.delete_object(Bucket=pointer.bucket, Key=pointer.key)
+        except Exception as exc:
+            log.warning(
+                "large_payload_delete_failed",
+                s3_key=loggable_text(pointer.key, 256),
+                error=str(exc),
+            )
+
+
+def size_attribute(attributes: object) -> int | None:
+    """The size a pointer message announces; -1 when present but unreadable."""
+    if not isinstance(attributes, dict):
+        return None
+    for name in _SIZE_ATTRIBUTES:
+        attribute = attributes.get(name)
+        if isinstance(attribute, dict):
+            try:
+                return int(str(attribute.get("StringValue")))
+            except ValueError:
+                return -1
+    return None
+
+
+def offloaded_size(message: t.Mapping[str, t.Any]) -> int | None:
+    """The offloaded size of a (dead-letter) message, or None if not offloaded."""
+    return size_attribute(message.get("MessageAttributes"))

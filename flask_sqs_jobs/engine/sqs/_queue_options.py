@@ -1,0 +1,43 @@
+"""Checks of the per-queue options, shared by SqsQueue and queue definitions."""
+
+from __future__ import annotations
+
+import typing as t
+
+from ..model import is_finite_number
+from ..model import MAX_VISIBILITY_TIMEOUT
+
+
+def check_queue_options(
+    *,
+    max_runtime_seconds: object = 3600,
+    visibility_timeout: object = None,
+    retry_backoff_seconds: object = None,
+) -> None:
+    """Raise ``ValueError`` naming the first invalid per-queue option."""
+    if (
+        not is_finite_number(max_runtime_seconds)
+        or t.cast(float, max_runtime_seconds) <= 0
+    ):
+        raise ValueError(
+            "max_runtime_seconds must be a positive, finite number of seconds;"
+            f" got {max_runtime_seconds!r}"
+        )
+    if visibility_timeout is not None and (
+        isinstance(visibility_timeout, bool)
+        or not isinstance(visibility_timeout, int)
+        or not 0 <= visibility_timeout <= MAX_VISIBILITY_TIMEOUT
+    ):
+        raise ValueError(
+            f"visibility_timeout must be an int 0..{MAX_VISIBILITY_TIMEOUT} (the SQS"
+            " maximum), or None to use the queue's own setting;"
+            f" got {visibility_timeout!r}"
+        )
+    if retry_backoff_seconds is not None and (
+        not is_finite_number(retry_backoff_seconds)
+        or t.cast(float, retry_backoff_seconds) <= 0
+    ):
+        raise ValueError(
+            "retry_backoff_seconds must be a positive, finite number, or None (off);"
+            f" got {retry_backoff_seconds!r}"
+        )

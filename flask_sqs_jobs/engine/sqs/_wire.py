@@ -1,0 +1,221 @@
+"""The wire format: message bodies and attributes, and the SQS quotas they obey.
+
+A job travels as a JSON body ``{"job_type": "...", "payload": {...}, "job_id":
+"..."}`` (plus an optional ``run_at`` for deferral), one String attribute
+``correlation_fields`` holding a JSON object, and one String attribute per
+trace header. Any language may produce it; ``docs/wire-format.md`` is the reference.
+
+Quotas: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+import typing as t
+
+from ..model import JSONObject
+from ..model import MAX_MESSAGE_ATTRIBUTES
+
+CORRELATION_FIELDS_ATTRIBUTE = "correlation_fields"
+DEAD_LETTER_ATTRIBUTE = "dead_letter"
+#: A periodic job's tick (attribute or body key); see docs/wire-format.md.
+SCHEDULED_FOR = "scheduled_for"
+_RESERVED_ATTRIBUTES = frozenset(
+    {CORRELATION_FIELDS_ATTRIBUTE, DEAD_LETTER_ATTRIBUTE, SCHEDULED_FOR}
+)
+
+# Characters SQS refuses in a body or a String attribute (surrogates and the
+# two non-characters); everything else JSON leaves unescaped is allowed.
+_SQS_INVALID_CHARS = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+MessageAttributes: t.TypeAlias = dict[str, dict[str, t.Any]]
+
+
+def dump_json(value: object) -> str:
+    """Serialise ``value`` as compact JSON whose every character SQS accepts.
+
+    :raises TypeError: a value is not JSON-serialisable.
+    :raises ValueError: a float is NaN or infinite (not valid JSON).
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # Every character SQS refuses is outside ASCII; the check is C-fast.
+    if not text.isascii() and _SQS_INVALID_CHARS.search(text):
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def encode_body(
+    job_type: str,
+    payload: JSONObject,
+    run_at: dt.datetime | None = None,
+    job_id: str | None = None,
+) -> str:
+    """Return the message body for a job."""
+    body: JSONObject = {"job_type": job_type, "payload": payload}
+    if job_id is not None:
+        body["job_id"] = job_id
+    if run_at is not None:
+        body["run_at"] = format_utc(run_at)
+    return dump_json(body)
+
+
+def format_utc(moment: dt.datetime) -> str:
+    """Format an aware datetime as ISO 8601 in UTC (``...Z``), as the wire does."""
+    return (
+        moment.astimezone(dt.UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def string_attribute(value: str) -> dict[str, str]:
+    return {"DataType": "String", "StringValue": value}
+
+
+def build_attributes(
+    correlation_fields: JSONObject,
+    trace_headers: dict[str, str],
+    caller_attributes: MessageAttributes | None,
+) -> tuple[MessageAttributes, list[str]]:
+    """Merge propagation attributes with the caller's, within the SQS limit.
+
+    The caller's attributes win. Propagation attributes (``correlation_fields``
+    first, then each trace header) are dropped from the end until at most
+    :data:`MAX_MESSAGE_ATTRIBUTES` remain; their names are returned.
+    """
+    caller = caller_attributes or {}
+    propagation: MessageAttributes = {}
+    fields = {k: v for k, v in correlation_fields.items() if v is not None}
+    if fields:
+        propagation[CORRELATION_FIELDS_ATTRIBUTE] = string_attribute(dump_json(fields))
+    for name, value in trace_headers.items():
+        if value and name not in _RESERVED_ATTRIBUTES:
+            propagation[name] = string_attribute(str(value))
+    kept = [name for name in propagation if name not in caller]
+    room = max(0, MAX_MESSAGE_ATTRIBUTES - len(caller))
+    dropped = kept[room:]
+    attributes = {name: propagation[name] for name in kept[:room]}
+    attributes.update(caller)
+    return attributes, dropped
+
+
+def message_size(body: str, attributes: MessageAttributes) -> int:
+    """Return the size SQS counts against MaximumMessageSize, in bytes."""
+    size = len(body.encode())
+    for name, attribute in attributes.items():
+        size += len(name.encode()) + len(str(attribute.get("DataType", "")).encode())
+        value = attribute.get("StringValue")
+        if value is None:
+            value = attribute.get("BinaryValue", b"")
+        size += (
+            len(value)
+            if isinstance(value, bytes | bytearray)
+            else len(str(value).encode())
+        )
+    return size
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodedBody:
+    """A body that names a job: what the consumer needs from it."""
+
+    job_type: str
+    payload: JSONObject
+    #: The ``run_at`` value as sent, or None.
+    run_at: str | None
+    #: The ``job_id`` value as sent (any JSON value, unchecked), or None.
+    job_id: object = None
+    #: The ``scheduled_for`` value as sent (any JSON value, unchecked), or None.
+    scheduled_for: object = None
+
+
+def decode_body(body: object) -> DecodedBody | str:
+    """Decode a message body, or return why it is not a job.
+
+    Never raises: any input gives either a :class:`DecodedBody` or a short
+    reason (``"body is not JSON"``, ...), so a poison message cannot crash the
+    worker.
+    """
+    if not isinstance(body, str):
+        return "body is not text"
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return "body is not JSON"
+    if not isinstance(data, dict):
+        return "body is not a JSON object"
+    job_type = data.get("job_type")
+    if not isinstance(job_type, str):
+        return "job_type is missing or not a string"
+    payload = data.get("payload")
+    if not isinstance(payload, dict):
+        return "payload is missing or not a JSON object"
+    run_at = data.get("run_at")
+    return DecodedBody(
+        job_type,
+        payload,
+        run_at if isinstance(run_at, str) else None,
+        data.get("job_id"),
+        data.get(SCHEDULED_FOR),
+    )
+
+
+def parse_run_at(value: str) -> dt.datetime | None:
+    """Parse a ``run_at`` value into an aware UTC datetime, or None if invalid."""
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    try:
+        return parsed.astimezone(dt.UTC)
+    except OverflowError:
+        # e.g. year 9999 at -14:00: valid ISO 8601, but past datetime.max in UTC.
+        return None
+
+
+def scheduled_for(attributes: object, body_value: object) -> dt.datetime | None:
+    """A periodic job's tick: the ``scheduled_for`` attribute, else the body key."""
+    value = body_value
+    if isinstance(attributes, dict):
+        attribute = attributes.get(SCHEDULED_FOR)
+        if isinstance(attribute, dict) and isinstance(
+            attribute.get("StringValue"), str
+        ):
+            value = attribute["StringValue"]
+    return parse_run_at(value) if isinstance(value, str) else None
+
+
+def decode_attributes(attributes: object) -> tuple[JSONObject, dict[str, str]]:
+    """Return the correlation fields and trace headers of a received message.
+
+    Anything malformed is skipped: correlation fields that are not a JSON
+    object are ignored, and only String attributes become trace headers.
+    """
+    correlation_fields: JSONObject = {}
+    trace_headers: dict[str, str] = {}
+    if not isinstance(attributes, dict):
+        return correlation_fields, trace_headers
+    for name, attribute in attributes.items():
+        if not isinstance(attribute, dict):
+            continue
+        value = attribute.get("StringValue")
+        data_type = attribute.get("DataType")
+        if not isinstance(value, str) or not isinstance(data_type, str):
+            continue
+        if not data_type.startswith("String"):
+            continue
+        if name == CORRELATION_FIELDS_ATTRIBUTE:
+            try:
+                decoded = json.loads(value)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(decoded, dict):
+                correlation_fields = decoded
+        elif name not in _RESERVED_ATTRIBUTES:
+            trace_headers[name] = value
+    return correlation_fields, trace_headers

@@ -1,0 +1,27 @@
+"""The worker: receiving, leases, slots, the two phases of a job, shutdown."""
+
+from __future__ import annotations
+
+from ._delivery import Delivery
+from ._heartbeat import Heartbeat
+from ._heartbeat import Lease
+from ._idempotent_run import JobGuard
+from ._runner import run_until_signalled
+from ._runner import run_worker
+from ._running import JobRunner
+from ._settling import Settler
+from ._worker import JobWorker
+from ._worker import pause
+
+__all__ = [
+    "Delivery",
+    "Heartbeat",
+    "JobGuard",
+    "JobRunner",
+    "JobWorker",
+    "Lease",
+    "Settler",
+    "pause",
+    "run_until_signalled",
+    "run_worker",
+]

@@ -1,0 +1,80 @@
+"""A received message the worker holds: read once from ReceiveMessage's answer."""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import typing as t
+
+from ..sqs import SqsQueue
+from ._heartbeat import Lease
+
+
+class Delivery:
+    """One received message, from its receive until it is settled.
+
+    Everything the engine needs from the message is read here, once:
+    identifiers, the receive count and the send time (both tolerate servers
+    that send nonsense), and the group id of a FIFO message.
+    """
+
+    __slots__ = (
+        "attributes",
+        "body",
+        "group_id",
+        "lease",
+        "message_id",
+        "queue",
+        "queue_name",
+        "receipt_handle",
+        "receive_count",
+        "received_at",
+        "sent_at_ms",
+    )
+
+    def __init__(
+        self,
+        queue_name: str,
+        queue: SqsQueue,
+        message: cabc.Mapping[str, t.Any],
+        lease: Lease,
+    ) -> None:
+        self.queue_name = queue_name
+        self.queue = queue
+        self.lease = lease
+        self.receipt_handle = lease.receipt_handle
+        self.message_id = lease.message_id
+        self.received_at = lease.received_at
+        self.body: object = message.get("Body")
+        attributes = message.get("MessageAttributes")
+        #: The message attributes as received (untrusted).
+        self.attributes: object = attributes
+        system = message.get("Attributes")
+        system = system if isinstance(system, dict) else {}
+        self.receive_count = _int_or(system.get("ApproximateReceiveCount"), 1)
+        #: When SQS accepted the message (SentTimestamp), in epoch milliseconds.
+        self.sent_at_ms: int | None = _int_or(system.get("SentTimestamp"), None)
+        group_id = system.get("MessageGroupId")
+        self.group_id: str | None = group_id if isinstance(group_id, str) else None
+
+    @property
+    def sent_at(self) -> float | None:
+        """When SQS accepted the message, in epoch seconds (None if unknown)."""
+        return None if self.sent_at_ms is None else self.sent_at_ms / 1000
+
+    def __repr__(self) -> str:
+        return f"<Delivery {self.queue_name!r} {self.message_id!r}>"
+
+
+_T = t.TypeVar("_T", int, None)
+
+
+def _int_or(value: object, default: _T) -> int | _T:
+    try:
+        return int(t.cast(t.Any, value))
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
+def identifiers(message: cabc.Mapping[str, t.Any]) -> tuple[str, str]:
+    """Return ``(receipt handle, message id)`` of a received message, as str."""
+    return str(message.get("ReceiptHandle", "")), str(message.get("MessageId", ""))

@@ -1,0 +1,284 @@
+"""Visibility leases: keep every message the worker holds invisible to others."""
+
+from __future__ import annotations
+
+import collections
+import collections.abc as cabc
+import concurrent.futures
+import threading
+import time
+
+import structlog
+
+from ..model import MAX_BATCH_ENTRIES
+from ..sqs import CallError
+from ..sqs import is_lost_ownership
+from ..sqs import SqsQueue
+from ._lease import Lease as Lease
+from ._lease import MAX_RUNTIME_EXCEEDED as MAX_RUNTIME_EXCEEDED
+from ._lease import VISIBILITY_WINDOW_ENDED as VISIBILITY_WINDOW_ENDED
+
+log = structlog.get_logger(__name__)
+
+#: Leases due within this fraction of their interval are extended together.
+_BATCH_WINDOW = 0.25
+#: Extension calls in flight at once: a slow or retried call (throttling,
+#: latency) must not hold back the extensions of the other leases.
+_CONCURRENT_CALLS = 4
+
+
+class Heartbeat:
+    """A thread that extends the visibility of every tracked lease.
+
+    Extensions due at about the same time go out together, up to ten per
+    ChangeMessageVisibilityBatch request.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._leases: set[Lease] = set()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        #: When the thread wakes next on its own (monotonic seconds).
+        self._wake_at = 0.0
+        self._calls = concurrent.futures.ThreadPoolExecutor(
+            _CONCURRENT_CALLS, thread_name_prefix="sqs-jobs-heartbeat-call"
+        )
+        self._renewals = concurrent.futures.ThreadPoolExecutor(
+            _CONCURRENT_CALLS, thread_name_prefix="sqs-jobs-heartbeat-renew"
+        )
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="sqs-jobs-heartbeat", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+        self._calls.shutdown(wait=True)
+        self._renewals.shutdown(wait=True)
+
+    def hold(
+        self,
+        queue: SqsQueue,
+        queue_name: str,
+        receipt_handle: str,
+        message_id: str,
+        received_at: float,
+    ) -> Lease:
+        """Start extending a received message's visibility (unless its timeout is 0)."""
+        lease = Lease(queue, queue_name, receipt_handle, message_id, received_at)
+        if lease.visibility_timeout > 0:
+            with self._cond:
+                lease.tracked = True
+                self._leases.add(lease)
+                self._wake_if_before(lease.next_due - lease.interval * _BATCH_WINDOW)
+        return lease
+
+    def _wake_if_before(self, moment: float) -> None:
+        """Wake the thread if it sleeps past ``moment`` (call with the lock).
+
+        Waking it for every received message would cost a thread switch each.
+        """
+        if moment < self._wake_at:
+            self._cond.notify_all()
+
+    def start_job(
+        self, lease: Lease, max_runtime_seconds: float, abort: threading.Event
+    ) -> None:
+        """Start the max-runtime clock of the job running under ``lease``."""
+        with self._cond:
+            lease.job_deadline = time.monotonic() + max_runtime_seconds
+            lease.abort = abort
+            if lease.tracked:
+                self._wake_if_before(lease.job_deadline)
+
+    def drop(self, lease: Lease) -> None:
+        """Stop extending ``lease``, waiting for an extension already in flight.
+
+        After this returns no heartbeat call for the message is pending, so the
+        caller may set its visibility (or delete it) without being overwritten.
+        """
+        with self._cond:
+            lease.tracked = False
+            self._leases.discard(lease)
+            while lease.in_flight:
+                self._cond.wait()
+
+    def freeze(self, lease: Lease) -> None:
+        """Wait for an extension in flight, then keep extending until :meth:`drop`.
+
+        For a job whose message is about to be deleted: once this returns,
+        ``lease.failed`` is final, and the message stays invisible however long
+        the delete takes (batching, latency, retries). An extension failing
+        after that decision no longer changes it.
+        """
+        with self._cond:
+            while lease.in_flight:
+                self._cond.wait()
+            lease.settling = True
+            lease.job_deadline = None
+
+    def abandon(self, lease: Lease, reason: str) -> None:
+        """Give up ``lease`` for good: its job may no longer delete the message.
+
+        Like :meth:`drop`, waits for an extension already in flight, so the
+        caller may then make the message visible again.
+        """
+        with self._cond:
+            if lease.failure is None:
+                lease.failure = reason
+            if lease.abort is not None:
+                lease.abort.set()
+            lease.tracked = False
+            self._leases.discard(lease)
+            while lease.in_flight:
+                self._cond.wait()
+
+    def held(self) -> list[Lease]:
+        with self._cond:
+            return list(self._leases)
+
+    # -- the thread --
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                due = self._take_due()
+                while not due and not self._stopping:
+                    timeout = self._seconds_until_next()
+                    self._wake_at = (
+                        float("inf") if timeout is None else time.monotonic() + timeout
+                    )
+                    self._cond.wait(timeout)
+                    self._wake_at = 0.0
+                    due = self._take_due()
+                if self._stopping:
+                    for lease in due:
+                        lease.in_flight = False
+                    self._cond.notify_all()
+                    return
+            self._calls.submit(self._extend_due, due)
+
+    def _extend_due(self, due: list[Lease]) -> None:
+        try:
+            results = self._extend(due)
+        except Exception as exc:
+            failed = (type(exc).__name__, str(exc))
+            results = {lease: (time.monotonic(), failed) for lease in due}
+        renewals = []
+        with self._cond:
+            for lease, (sent_at, error) in results.items():
+                lease.in_flight = False
+                if error is None:
+                    if lease.tracked:
+                        lease.next_due = sent_at + lease.interval
+                        if lease.on_extended is not None:
+                            granted = lease.cap_visibility(lease.visibility_timeout)
+                            renewals.append((lease.on_extended, granted))
+                elif not (lease.failed or lease.settling):
+                    # Even when its job ended (dropped) while the call was
+                    # in flight: that job must not delete the message now.
+                    self._fail(
+                        lease, f"{error[0]}: {error[1]}", lost=is_lost_ownership(error)
+                    )
+            self._cond.notify_all()
+        for renew, seconds in renewals:
+            self._renew_later(renew, seconds)
+
+    def _renew_later(self, renew: cabc.Callable[[int], None], seconds: int) -> None:
+        """Run ``renew`` on a pool of its own: a slow store delays no extension."""
+        try:
+            self._renewals.submit(renew, seconds)
+        except RuntimeError:  # the pool is shut down: the worker is stopping
+            log.warning("lease_renewal_skipped", reason="worker stopping")
+
+    def _take_due(self) -> list[Lease]:
+        now = time.monotonic()
+        due = []
+        for lease in list(self._leases):
+            if lease.job_deadline is not None and now >= lease.job_deadline:
+                self._fail(lease, MAX_RUNTIME_EXCEEDED, lost=False)
+            elif lease.window_closes_at - now <= 1:
+                # SQS grants no more: the last extension ends about now.
+                if lease.settling:
+                    lease.tracked = False
+                    self._leases.discard(lease)
+                else:
+                    self._fail(lease, VISIBILITY_WINDOW_ENDED, lost=False)
+            elif (
+                not lease.in_flight
+                and lease.next_due - now <= lease.interval * _BATCH_WINDOW
+            ):
+                lease.in_flight = True
+                due.append(lease)
+        return due
+
+    def _seconds_until_next(self) -> float | None:
+        if not self._leases:
+            return None
+        now = time.monotonic()
+        wake = min(
+            min(
+                (
+                    lease.next_due - lease.interval * _BATCH_WINDOW
+                    for lease in self._leases
+                    if not lease.in_flight  # it wakes the thread when done
+                ),
+                default=float("inf"),
+            ),
+            min(
+                (
+                    lease.job_deadline
+                    for lease in self._leases
+                    if lease.job_deadline is not None
+                ),
+                default=float("inf"),
+            ),
+            min(lease.window_closes_at - 1 for lease in self._leases),
+        )
+        return None if wake == float("inf") else max(0.0, wake - now)
+
+    def _fail(self, lease: Lease, failure: str, *, lost: bool) -> None:
+        lease.failure = failure
+        lease.tracked = False
+        self._leases.discard(lease)
+        if lease.abort is not None:
+            lease.abort.set()
+        log.warning(
+            "heartbeat_failed"
+            if failure != MAX_RUNTIME_EXCEEDED
+            else "max_runtime_exceeded",
+            queue=lease.queue_name,
+            message_id=lease.message_id,
+            reason=failure,
+            ownership_lost=lost,
+        )
+
+    def _extend(self, due: list[Lease]) -> dict[Lease, tuple[float, CallError]]:
+        by_queue: dict[SqsQueue, list[Lease]] = collections.defaultdict(list)
+        for lease in due:
+            by_queue[lease.queue].append(lease)
+        results: dict[Lease, tuple[float, CallError]] = {}
+        for queue, leases in by_queue.items():
+            for start in range(0, len(leases), MAX_BATCH_ENTRIES):
+                chunk = leases[start : start + MAX_BATCH_ENTRIES]
+                sent_at = time.monotonic()
+                errors = queue.change_visibility_many(
+                    [
+                        (
+                            lease.receipt_handle,
+                            # Never 0 (visible at once): _take_due left a second.
+                            max(1, lease.cap_visibility(lease.visibility_timeout)),
+                        )
+                        for lease in chunk
+                    ]
+                )
+                for lease, error in zip(chunk, errors, strict=True):
+                    results[lease] = (sent_at, error)
+        return results

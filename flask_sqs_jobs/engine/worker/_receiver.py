@@ -1,0 +1,146 @@
+"""Receiving: one ReceiveMessage call on one queue, with its health bookkeeping.
+
+Every message received is leased at once (the heartbeat keeps it invisible)
+and becomes a :class:`Delivery`. A failed receive backs its queue off; the
+first receive that gets through again makes the other queues on the same
+endpoint retry at once.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import concurrent.futures
+import contextvars
+import time
+import typing as t
+
+import structlog
+
+from ..model import call_hook
+from ..model import Hooks
+from ..sqs import SqsQueue
+from ._delivery import Delivery
+from ._delivery import identifiers
+from ._heartbeat import Heartbeat
+from ._worker_state import WorkerState
+
+log = structlog.get_logger(__name__)
+
+
+def endpoint_of(queue: SqsQueue) -> str:
+    """What identifies the server a queue is reached through."""
+    meta = getattr(queue.client, "meta", None)
+    return str(getattr(meta, "endpoint_url", None) or id(queue.client))
+
+
+class Receiver:
+    """Receive from the worker's queues and record each queue's health."""
+
+    def __init__(
+        self,
+        queues: cabc.Mapping[str, SqsQueue],
+        heartbeat: Heartbeat,
+        state: WorkerState,
+        hooks: Hooks,
+        threads: int,
+    ) -> None:
+        self.queues = dict(queues)
+        self._heartbeat = heartbeat
+        self._state = state
+        self._hooks = hooks
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=threads, thread_name_prefix="sqs-jobs-receive"
+        )
+
+    def prepare_all(self) -> None:
+        """Read each queue's settings once; a failure counts as a receive failure."""
+        for name, queue in self.queues.items():
+            try:
+                queue.prepare()
+            except Exception as exc:
+                self.record_failure(name, exc)
+
+    def submit(self, fn: cabc.Callable[..., None], *args: t.Any) -> None:
+        """Run ``fn(*args)`` on a receive thread, in a copy of this context."""
+        self._pool.submit(contextvars.copy_context().run, fn, *args)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False)
+
+    def receive(
+        self, name: str, max_messages: int, wait_seconds: int
+    ) -> list[Delivery]:
+        """Receive up to ``max_messages`` from queue ``name``; [] on failure."""
+        queue = self.queues[name]
+        if queue.is_fifo:
+            # One receive may return several messages of one group, and run in
+            # parallel they would break the group's order. Taken one at a time,
+            # SQS itself holds the group back until the message is deleted.
+            max_messages = 1
+        received_at = time.monotonic()
+        try:
+            queue.prepare()
+            messages = queue.receive(max_messages, wait_seconds)
+        except Exception as exc:
+            self.record_failure(name, exc)
+            return []
+        deliveries = []
+        for message in messages:
+            receipt, message_id = identifiers(message)
+            lease = self._heartbeat.hold(queue, name, receipt, message_id, received_at)
+            deliveries.append(Delivery(name, queue, message, lease))
+        self._record_success(name)
+        if not deliveries:
+            log.debug("receive_empty", queue=name, wait_seconds=wait_seconds)
+        return deliveries
+
+    def start_long_poll(self, name: str, max_messages: int, wait_seconds: int) -> None:
+        """Long-poll queue ``name`` in the background (call with the state's lock).
+
+        What it returns is held; the polling loop hears of it as an event.
+        """
+        self._state.long_polling.add(name)
+        self.submit(self._long_poll, name, max(1, min(10, max_messages)), wait_seconds)
+
+    def _long_poll(self, name: str, max_messages: int, wait_seconds: int) -> None:
+        deliveries = self.receive(name, max_messages, wait_seconds)
+        state = self._state
+        with state.lock:
+            state.long_polling.discard(name)
+            state.events += 1
+            if deliveries:
+                state.empty.discard(name)
+                state.hold(name, deliveries)
+            state.changed.notify_all()
+
+    def _record_success(self, name: str) -> None:
+        state = self._state
+        with state.lock:
+            health = state.health.queues[name]
+            failures = health.record_success()
+            brought: list[str] = []
+            if state.health.any_unreachable():
+                brought = state.health.bring_forward(health.endpoint)
+                state.events += 1
+                state.changed.notify_all()
+            state.received()
+        if failures:
+            log.info("receive_recovered", queue=name, failures=failures)
+        for other in brought:
+            log.info("receive_retry_brought_forward", queue=other)
+
+    def record_failure(self, name: str, error: Exception) -> None:
+        state = self._state
+        with state.lock:
+            health = state.health.queues[name]
+            backoff = health.record_failure(error, time.monotonic())
+            state.events += 1
+            state.changed.notify_all()
+        log.warning(
+            "receive_failed",
+            queue=name,
+            attempt=health.failures,
+            retry_in_seconds=round(backoff, 2),
+            error=health.last_error,
+        )
+        call_hook("receive_failed", self._hooks.receive_failed, name, error)

@@ -1,0 +1,25 @@
+"""Periodic jobs: declarations, cron, the embedded scheduler, claims, EventBridge."""
+
+from __future__ import annotations
+
+from ._eventbridge import apply
+from ._eventbridge import plan
+from ._eventbridge import scheduler_client
+from ._schedule import declare
+from ._schedule import job_type_of
+from ._schedule import Schedule
+from ._scheduler import check_scheduling
+from ._scheduler import claims_for
+from ._scheduler import scheduler_service
+
+__all__ = [
+    "Schedule",
+    "apply",
+    "check_scheduling",
+    "claims_for",
+    "declare",
+    "job_type_of",
+    "plan",
+    "scheduler_client",
+    "scheduler_service",
+]

@@ -1,0 +1,170 @@
+"""How a tick is enqueued exactly once however many workers run it.
+
+Three ways, one per set-up (``docs/periodic.md``):
+
+- :class:`SqlClaims`: the tick's row in ``sqs_jobs_schedule_ticks`` and the
+  job's outbox row in one transaction; the outbox relay sends what a killed
+  worker did not.
+- ``DynamoClaims`` (``_dynamodb_claims.py``): a conditional put of the tick
+  item as ``pending``, the send, then ``sent``; a claim left ``pending`` too
+  long is taken over and sent again with the same job id.
+- :class:`FifoClaims`: no store; every worker sends, and the FIFO queue's
+  deduplication id (name and tick) keeps one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import typing as t
+
+import structlog
+from flask import Flask
+
+from ._schedule import Schedule
+from ._schedule import tick_text
+
+if t.TYPE_CHECKING:
+    from .._extension import SQSJobs
+    from ..store.sql import SQLAlchemyStore
+
+log = structlog.get_logger(__name__)
+
+#: How long tick rows and items are kept (the latest of each schedule is
+#: what ``catch_up`` reads).
+TICK_RETENTION = dt.timedelta(days=7)
+
+
+class TickClaims(t.Protocol):
+    """Enqueue a tick's job unless another worker did."""
+
+    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+        """Enqueue ``tick``'s job if this worker claims it; return its job id."""
+
+    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
+        """The latest tick of ``schedule`` any worker claimed, if known."""
+
+    def recover(self, now: float) -> float | None:
+        """Send claims their worker left unsent; return when to look again."""
+
+
+def send(
+    jobs: SQSJobs, app: Flask, schedule: Schedule, tick: dt.datetime, **options: t.Any
+) -> str:
+    """Enqueue ``tick``'s job directly to SQS; return its job id."""
+    enqueue = schedule.enqueue_options(tick)
+    with app.app_context():
+        jobs.enqueue(
+            schedule.queue,
+            schedule.job_type,
+            schedule.job_payload(),
+            **enqueue,
+            **options,
+        )
+    return t.cast(str, enqueue["job_id"])
+
+
+class FifoClaims:
+    """No store: every worker sends; the FIFO deduplication id keeps one."""
+
+    def __init__(self, jobs: SQSJobs, app: Flask) -> None:
+        self.jobs = jobs
+        self.app = app
+
+    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+        return send(
+            self.jobs,
+            self.app,
+            schedule,
+            tick,
+            message_deduplication_id=dedup_id(schedule, tick),
+            message_group_id=schedule.name,
+        )
+
+    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
+        return None
+
+    def recover(self, now: float) -> float | None:
+        return None
+
+
+def dedup_id(schedule: Schedule, tick: dt.datetime) -> str:
+    """The FIFO MessageDeduplicationId of a tick: ``name:2026-03-29T01:00:00Z``.
+
+    Schedule names are 1-64 characters of ``A-Za-z0-9_.-``, so this is always
+    within SQS's 128 characters of letters, digits and punctuation.
+    """
+    return f"{schedule.name}:{tick_text(tick)}"
+
+
+class SqlClaims:
+    """The tick's row and the job's outbox row, committed together."""
+
+    def __init__(self, jobs: SQSJobs, app: Flask, store: SQLAlchemyStore) -> None:
+        # The transactional outbox (flask_sqs_jobs.store.outbox._write).
+        from ..store.outbox import add_to_outbox
+
+        self.add_to_outbox = add_to_outbox
+        self.jobs = jobs
+        self.app = app
+        self.store = store
+
+    def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+        import sqlalchemy as sa
+
+        from ..store.sql import schedule_ticks_table as schedule_ticks
+
+        options = schedule.enqueue_options(tick)
+        table = schedule_ticks
+        with self.app.app_context(), self.store.session() as session:
+            try:
+                with session.begin():
+                    session.execute(
+                        table.insert().values(
+                            schedule=schedule.name,
+                            tick=tick,
+                            job_id=options["job_id"],
+                            claimed_at=dt.datetime.now(dt.UTC),
+                        )
+                    )
+                    self.add_to_outbox(
+                        session,
+                        self.jobs.queues(self.app),
+                        schedule.queue,
+                        schedule.job_type,
+                        schedule.job_payload(),
+                        **options,
+                    )
+                    session.execute(
+                        table.delete().where(
+                            table.c.schedule == schedule.name,
+                            table.c.tick < tick - TICK_RETENTION,
+                        )
+                    )
+            except sa.exc.IntegrityError:
+                return None
+        after_claim()
+        return t.cast(str, options["job_id"])
+
+    def last_fired(self, schedule: Schedule) -> dt.datetime | None:
+        import sqlalchemy as sa
+
+        from ..store.sql import schedule_ticks_table as schedule_ticks
+
+        with self.store.session() as session:
+            query = sa.select(sa.func.max(schedule_ticks.c.tick)).where(
+                schedule_ticks.c.schedule == schedule.name
+            )
+            value = session.execute(query).scalar()
+        if value is None:
+            return None
+        # max() loses the column's type on SQLite: read it back the same way.
+        if isinstance(value, str):
+            value = dt.datetime.fromisoformat(value)
+        return value.replace(tzinfo=value.tzinfo or dt.UTC).astimezone(dt.UTC)
+
+    def recover(self, now: float) -> float | None:
+        return None
+
+
+def after_claim() -> None:
+    """Called once a claim is made, before its job is sent (a seam for crash tests)."""

@@ -1,0 +1,9 @@
+"""The job store in one DynamoDB table."""
+
+from __future__ import annotations
+
+from ._store import DynamoDBStore
+
+__all__ = [
+    "DynamoDBStore",
+]

@@ -1,0 +1,298 @@
+"""Job records in the DynamoDB store's single table.
+
+- A job's record: ``pk = "job#<job_id>"``, ``sk = "record"``, updated with a
+  condition that refuses an older write (attempt, then status rank).
+- For listing, each transition also puts ``pk = "jobs#<YYYYMMDDHH>"``,
+  ``sk = "<updated_at>#<job_id>"`` in the same ``TransactWriteItems`` call:
+  one request per transition, two write units.
+Every item carries ``expires_at_epoch``, so DynamoDB's TTL prunes them.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import json
+import typing as t
+
+from botocore.exceptions import ClientError
+
+from .. import model as r
+from ._store import PARTITION_KEY
+from ._store import SORT_KEY
+from ._store import TTL_ATTRIBUTE
+
+_TIME_FIELDS = ("enqueued_at", "started_at", "finished_at", "updated_at")
+
+
+def s_value(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def n_value(value: float) -> dict[str, str]:
+    return {"N": repr(value) if isinstance(value, float) else str(value)}
+
+
+def epoch_value(at: dt.datetime, seconds: float) -> dict[str, str]:
+    return n_value(int(at.timestamp() + seconds))
+
+
+class DynamoDBJobRecords:
+    """The job records (a ``JobRecords``) in a :class:`DynamoDBStore`'s table."""
+
+    def __init__(self, client: t.Any, table: str, retention_seconds: float) -> None:
+        self._client = client
+        self._table = table
+        self._retention = retention_seconds
+
+    def write(self, events: cabc.Sequence[r.JobEvent]) -> None:
+        for event in r.merge_events(events):
+            self._write(event)
+
+    def _write(self, event: r.JobEvent) -> None:
+        update = self._update(event)
+        if event.status == r.PROGRESS:
+            try:
+                self._client.update_item(**update)
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+            return
+        index = {
+            PARTITION_KEY: s_value(f"jobs#{event.at.astimezone(dt.UTC):%Y%m%d%H}"),
+            SORT_KEY: s_value(f"{event.at.isoformat()}#{event.job_id}"),
+            "job_id": s_value(event.job_id),
+            TTL_ATTRIBUTE: epoch_value(event.at, self._retention),
+        }
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {"Update": update},
+                    {"Put": {"TableName": self._table, "Item": index}},
+                ]
+            )
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            if not (reasons and reasons[0].get("Code") == "ConditionalCheckFailed"):
+                raise
+
+    def _update(self, event: r.JobEvent) -> dict[str, t.Any]:
+        status = event.written_status
+        sets: dict[str, t.Any] = {
+            "job_id": s_value(event.job_id),
+            "job_type": s_value(event.job_type),
+            "queue": s_value(event.queue),
+            "status": s_value(status),
+            "status_rank": n_value(r.STATUS_RANK[status]),
+            "attempts": n_value(event.attempts),
+            "updated_at": s_value(event.at.isoformat()),
+            TTL_ATTRIBUTE: epoch_value(event.at, self._retention),
+        }
+        if_missing: dict[str, t.Any] = {}
+        removes: list[str] = []
+        if event.enqueued_at is not None:
+            if_missing["enqueued_at"] = s_value(event.enqueued_at.isoformat())
+        if event.status == r.PROGRESS:
+            sets["progress"] = n_value(float(event.progress or 0.0))
+            if event.progress_message is None:
+                removes.append("progress_message")
+            else:
+                sets["progress_message"] = s_value(event.progress_message)
+        elif status == r.RUNNING:
+            if event.started_at is not None:
+                sets["started_at"] = s_value(event.started_at.isoformat())
+            removes += ["finished_at", "result", "error"]
+            if event.progress is None:
+                removes += ["progress", "progress_message"]
+            else:
+                self._set_progress(event, sets)
+        elif status != r.QUEUED:
+            if event.progress is not None:
+                self._set_progress(event, sets)
+            if event.started_at is not None:
+                if_missing["started_at"] = s_value(event.started_at.isoformat())
+            for column in ("finished_at", "result", "error"):
+                given = getattr(event, column)
+                if given is None:
+                    # A duplicate delivery keeps the result of the run it duplicates.
+                    if not (column == "result" and status == r.DUPLICATE):
+                        removes.append(column)
+                else:
+                    sets[column] = s_value(
+                        given.isoformat() if isinstance(given, dt.datetime) else given
+                    )
+        names: dict[str, str] = {}
+        values: dict[str, t.Any] = {}
+
+        def name(attribute: str) -> str:
+            names[f"#{attribute}"] = attribute
+            return f"#{attribute}"
+
+        def value(key: str, item: t.Any) -> str:
+            values[f":{key}"] = item
+            return f":{key}"
+
+        clauses = [f"{name(k)} = {value(k, v)}" for k, v in sets.items()]
+        clauses += [
+            f"{name(k)} = if_not_exists({name(k)}, {value(k, v)})"
+            for k, v in if_missing.items()
+        ]
+        expression = "SET " + ", ".join(clauses)
+        if removes:
+            expression += " REMOVE " + ", ".join(name(k) for k in removes)
+        condition = (
+            f"attribute_not_exists({name(PARTITION_KEY)})"
+            f" OR {name('attempts')} < :attempts"
+            f" OR ({name('attempts')} = :attempts"
+            f" AND {name('status_rank')} <= :status_rank)"
+        )
+        if event.may_restart:
+            condition += (
+                f" OR {name('status')} IN"
+                f" ({value('deferred', s_value(r.DEFERRED))},"
+                f" {value('dead', s_value(r.DEAD_LETTERED))})"
+            )
+        return {
+            "TableName": self._table,
+            "Key": _job_key(event.job_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+    @staticmethod
+    def _set_progress(event: r.JobEvent, sets: dict[str, t.Any]) -> None:
+        sets["progress"] = n_value(float(event.progress or 0.0))
+        if event.progress_message is not None:
+            sets["progress_message"] = s_value(event.progress_message)
+
+    def get(self, job_id: str) -> r.JobRecord | None:
+        item = self._client.get_item(
+            TableName=self._table, Key=_job_key(job_id), ConsistentRead=True
+        ).get("Item")
+        return None if item is None else _job_record(item)
+
+    def recent(
+        self,
+        limit: int = 50,
+        *,
+        status: r.StatusFilter = None,
+        queue: str | None = None,
+    ) -> list[r.JobRecord]:
+        statuses = r.check_status(status)
+        now = dt.datetime.now(dt.UTC)
+        found: list[r.JobRecord] = []
+        seen: set[str] = set()
+        for hours in range(int(self._retention // 3600) + 2):
+            hour = now - dt.timedelta(hours=hours)
+            ids = [i for i in self._ids_of_hour(hour) if i not in seen]
+            seen.update(ids)
+            for record in self._records(ids):
+                if (statuses is None or record.status in statuses) and (
+                    queue is None or record.queue == queue
+                ):
+                    found.append(record)
+                    if len(found) >= limit:
+                        return found
+        return found
+
+    def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
+        """Read the listing entries written since ``since`` (one query per hour),
+        then the records they name (batches of 100), and count in Python."""
+        since = since.astimezone(dt.UTC)
+        now = dt.datetime.now(dt.UTC)
+        ids: dict[str, None] = {}
+        hour = since.replace(minute=0, second=0, microsecond=0)
+        while hour <= now:
+            ids.update(dict.fromkeys(self._ids_of_hour(hour, since)))
+            hour += dt.timedelta(hours=1)
+        counts: dict[tuple[dt.datetime, str, str], int] = {}
+        for record in self._records(list(ids)):
+            if record.finished_at is not None and record.finished_at >= since:
+                key = (r.minute_of(record.finished_at), record.queue, record.status)
+                counts[key] = counts.get(key, 0) + 1
+        return [r.MinuteCount(*key, count) for key, count in counts.items()]
+
+    def _ids_of_hour(
+        self, hour: dt.datetime, since: dt.datetime | None = None
+    ) -> list[str]:
+        """The jobs of an hour's listing entries (written at or after ``since``)."""
+        ids: dict[str, None] = {}
+        condition = "#pk = :pk"
+        names = {"#pk": PARTITION_KEY}
+        values = {":pk": s_value(f"jobs#{hour:%Y%m%d%H}")}
+        if since is not None:
+            condition += " AND #sk >= :since"
+            names["#sk"] = SORT_KEY
+            values[":since"] = s_value(since.isoformat())
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ScanIndexForward=False,
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                ids.setdefault(item["job_id"]["S"])
+        return list(ids)
+
+    def _records(self, ids: list[str]) -> list[r.JobRecord]:
+        """The records of ``ids``, in the same order (missing ones left out)."""
+        by_id: dict[str, r.JobRecord] = {}
+        for start in range(0, len(ids), 100):
+            keys = [_job_key(i) for i in ids[start : start + 100]]
+            while keys:
+                response = self._client.batch_get_item(
+                    RequestItems={self._table: {"Keys": keys}}
+                )
+                for item in response["Responses"].get(self._table, []):
+                    record = _job_record(item)
+                    by_id[record.job_id] = record
+                keys = (
+                    response.get("UnprocessedKeys", {})
+                    .get(self._table, {})
+                    .get("Keys", [])
+                )
+        return [by_id[i] for i in ids if i in by_id]
+
+    def prune(self, older_than: dt.datetime) -> int:
+        """Nothing to do: DynamoDB's TTL deletes expired records."""
+        return 0
+
+
+def error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _job_key(job_id: str) -> dict[str, t.Any]:
+    return {PARTITION_KEY: s_value(f"job#{job_id}"), SORT_KEY: s_value("record")}
+
+
+def _text(item: cabc.Mapping[str, t.Any], name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value["S"])
+
+
+def _time(item: cabc.Mapping[str, t.Any], name: str) -> dt.datetime | None:
+    text = _text(item, name)
+    return None if text is None else dt.datetime.fromisoformat(text)
+
+
+def _job_record(item: cabc.Mapping[str, t.Any]) -> r.JobRecord:
+    result = _text(item, "result")
+    progress = item.get("progress")
+    times = {name: _time(item, name) for name in _TIME_FIELDS}
+    return r.JobRecord(
+        job_id=item["job_id"]["S"],
+        job_type=item["job_type"]["S"],
+        queue=item["queue"]["S"],
+        status=item["status"]["S"],
+        attempts=int(item["attempts"]["N"]),
+        result=None if result is None else json.loads(result),
+        error=_text(item, "error"),
+        progress=None if progress is None else float(progress["N"]),
+        progress_message=_text(item, "progress_message"),
+        **times,
+    )

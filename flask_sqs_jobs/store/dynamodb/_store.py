@@ -1,0 +1,100 @@
+"""DynamoDBStore: the job store in one DynamoDB table, for apps with no database."""
+
+from __future__ import annotations
+
+import typing as t
+
+import boto3
+from botocore.exceptions import ClientError
+
+from ..model import JobStore
+
+if t.TYPE_CHECKING:
+    from ..model import JobRecords
+    from ..model import WorkerRegistry
+    from ._idempotency import DynamoDBIdempotencyKeys
+
+#: The table's key attributes: ``pk`` (what the item is about, e.g.
+#: ``idem#<key>``) and ``sk`` (which part of it).
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+#: Items carrying this attribute (epoch seconds) are deleted by DynamoDB's TTL.
+TTL_ATTRIBUTE = "expires_at_epoch"
+
+
+class DynamoDBStore(JobStore):
+    """The job store in one DynamoDB table, written with conditional writes only.
+
+    Holds idempotency keys, job records, worker heartbeats and schedule ticks;
+    the transactional outbox needs the app's own database (use
+    :class:`SQLAlchemyStore` for it).
+
+    :param table_name: the table (``flask sqs-jobs store init`` creates it:
+        keys ``pk`` and ``sk``, both strings, on-demand billing, TTL on
+        ``expires_at_epoch``).
+    :param boto_client: a boto3 DynamoDB client; by default one is made the way
+        boto3 makes any client (``AWS_ENDPOINT_URL_DYNAMODB`` for a local server).
+    """
+
+    kind = "dynamodb"
+
+    def __init__(self, table_name: str, boto_client: t.Any = None) -> None:
+        if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
+            raise ValueError(
+                "table_name must be a DynamoDB table name (3-255 characters of"
+                f" A-Za-z0-9_.-); got {table_name!r}"
+            )
+        self.table_name = table_name
+        self._client = boto_client
+
+    @property
+    def client(self) -> t.Any:
+        """The boto3 DynamoDB client, made on first use."""
+        if self._client is None:
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    def create_tables(self) -> list[str]:
+        """Create the table (and turn its TTL on) when it does not exist."""
+        try:
+            self.client.create_table(
+                TableName=self.table_name,
+                AttributeDefinitions=[
+                    {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+                    {"AttributeName": SORT_KEY, "AttributeType": "S"},
+                ],
+                KeySchema=[
+                    {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
+                raise
+            return [f"{self.table_name}: exists, unchanged"]
+        self.client.get_waiter("table_exists").wait(TableName=self.table_name)
+        self.client.update_time_to_live(
+            TableName=self.table_name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+        )
+        return [f"{self.table_name}: created"]
+
+    def idempotency_keys(self) -> DynamoDBIdempotencyKeys:
+        """The idempotency keys, as items ``idem#<key>`` of the table."""
+        from ._idempotency import DynamoDBIdempotencyKeys
+
+        return DynamoDBIdempotencyKeys(self.client, self.table_name)
+
+    def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        from ._records import DynamoDBJobRecords
+
+        return DynamoDBJobRecords(self.client, self.table_name, retention_seconds)
+
+    def worker_registry(self) -> WorkerRegistry:
+        from ._workers import DynamoDBWorkerRegistry
+
+        return DynamoDBWorkerRegistry(self.client, self.table_name)
+
+    def describe(self) -> str:
+        return f"dynamodb table {self.table_name}"

@@ -1,0 +1,103 @@
+"""Live workers in the DynamoDB store's table: ``pk = "workers"``, ``sk = <worker_id>``.
+
+Each row expires (TTL) a day after its last refresh, so a killed worker's row
+does not stay forever.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import json
+import typing as t
+
+from botocore.exceptions import ClientError
+
+from .. import model as r
+from ._records import epoch_value
+from ._records import error_code
+from ._records import n_value
+from ._records import s_value
+from ._store import PARTITION_KEY
+from ._store import SORT_KEY
+from ._store import TTL_ATTRIBUTE
+
+#: How long a worker's row outlives its last refresh before TTL deletes it.
+WORKER_TTL_SECONDS = 86400
+
+
+class DynamoDBWorkerRegistry:
+    """The live workers (a ``WorkerRegistry``) in a :class:`DynamoDBStore`'s table."""
+
+    def __init__(self, client: t.Any, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    def register(self, worker: r.WorkerRecord) -> None:
+        self._client.put_item(
+            TableName=self._table,
+            Item={
+                **_worker_key(worker.worker_id),
+                "host": s_value(worker.host),
+                "pid": n_value(worker.pid),
+                "queues": s_value(json.dumps(list(worker.queues))),
+                "concurrency": n_value(worker.concurrency),
+                "busy_slots": n_value(worker.busy_slots),
+                "started_at": s_value(worker.started_at.isoformat()),
+                "last_seen_at": s_value(worker.last_seen_at.isoformat()),
+                "version": s_value(worker.version),
+                TTL_ATTRIBUTE: epoch_value(worker.last_seen_at, WORKER_TTL_SECONDS),
+            },
+        )
+
+    def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_worker_key(worker_id),
+                UpdateExpression="SET busy_slots = :b, last_seen_at = :at, #ttl = :e",
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames={"#pk": PARTITION_KEY, "#ttl": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={
+                    ":b": n_value(busy_slots),
+                    ":at": s_value(at.isoformat()),
+                    ":e": epoch_value(at, WORKER_TTL_SECONDS),
+                },
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def remove(self, worker_id: str) -> None:
+        self._client.delete_item(TableName=self._table, Key=_worker_key(worker_id))
+
+    def list(self) -> list[r.WorkerRecord]:
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": PARTITION_KEY},
+            ExpressionAttributeValues={":pk": s_value("workers")},
+            ConsistentRead=True,
+        )
+        workers = [_worker_record(i) for page in pages for i in page.get("Items", [])]
+        return sorted(workers, key=lambda w: (w.started_at, w.worker_id))
+
+
+def _worker_key(worker_id: str) -> dict[str, t.Any]:
+    return {PARTITION_KEY: s_value("workers"), SORT_KEY: s_value(worker_id)}
+
+
+def _worker_record(item: cabc.Mapping[str, t.Any]) -> r.WorkerRecord:
+    return r.WorkerRecord(
+        worker_id=item[SORT_KEY]["S"],
+        host=item["host"]["S"],
+        pid=int(item["pid"]["N"]),
+        queues=tuple(json.loads(item["queues"]["S"])),
+        concurrency=int(item["concurrency"]["N"]),
+        busy_slots=int(item["busy_slots"]["N"]),
+        started_at=dt.datetime.fromisoformat(item["started_at"]["S"]),
+        last_seen_at=dt.datetime.fromisoformat(item["last_seen_at"]["S"]),
+        version=item["version"]["S"],
+    )

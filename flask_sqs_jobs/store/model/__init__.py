@@ -1,0 +1,51 @@
+"""What every job store offers, and the records it keeps."""
+
+from __future__ import annotations
+
+from ._base import JobStore
+from ._records import check_status
+from ._records import DEAD_LETTERED
+from ._records import DEFERRED
+from ._records import DUPLICATE
+from ._records import FAILED
+from ._records import JobEvent
+from ._records import JobRecord
+from ._records import JobRecords
+from ._records import merge_events
+from ._records import minute_of
+from ._records import MinuteCount
+from ._records import PROGRESS
+from ._records import QUEUED
+from ._records import RESTARTING
+from ._records import RETRYING
+from ._records import RUNNING
+from ._records import STATUS_RANK
+from ._records import StatusFilter
+from ._records import SUCCEEDED
+from ._records import WorkerRecord
+from ._records import WorkerRegistry
+
+__all__ = [
+    "DEAD_LETTERED",
+    "DEFERRED",
+    "DUPLICATE",
+    "FAILED",
+    "JobEvent",
+    "JobRecord",
+    "JobRecords",
+    "JobStore",
+    "MinuteCount",
+    "PROGRESS",
+    "QUEUED",
+    "RESTARTING",
+    "RETRYING",
+    "RUNNING",
+    "STATUS_RANK",
+    "SUCCEEDED",
+    "StatusFilter",
+    "WorkerRecord",
+    "WorkerRegistry",
+    "check_status",
+    "merge_events",
+    "minute_of",
+]

@@ -1,0 +1,130 @@
+"""The outbox relay: send every row the immediate send after commit did not.
+
+It drains a backlog pass after pass (each pass one transaction holding its
+rows' locks), and when the outbox is idle checks it again every second, or
+at once when this process's immediate send failed.
+"""
+
+from __future__ import annotations
+
+import threading
+import typing as t
+
+import sqlalchemy as sa
+import structlog
+
+from . import _rows as _outbox_rows
+from ._immediate import relay_wakeup
+from ._send import describe_error
+from ._send import send_claimed
+
+if t.TYPE_CHECKING:
+    from ...engine import QueueGroup
+
+log = structlog.get_logger(__name__)
+
+#: Rows claimed (and locked) per pass.
+CLAIM_LIMIT = 100
+#: How often an idle relay looks at the outbox again.
+IDLE_SECONDS = 1.0
+#: How long a relay whose database fails waits before trying again.
+ERROR_BACKOFF_SECONDS = 5.0
+
+
+class OutboxRelay:
+    """Send the outbox's rows with ``group``, reading them through ``engine``.
+
+    Several relays (in several processes) may run at once: each pass locks
+    the rows it sends, so in normal operation every row is sent once.
+    """
+
+    name = "outbox_relay"
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        group: QueueGroup,
+        *,
+        claim_limit: int = CLAIM_LIMIT,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
+        self.engine = engine
+        self.group = group
+        self.claim_limit = claim_limit
+        self.idle_seconds = idle_seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_pass(self, *, include_fresh: bool = False) -> int:
+        """Claim, send and settle one batch of rows; return how many were handled.
+
+        :param include_fresh: also rows committed moments ago, which the
+            immediate send is probably sending (``relay --once``).
+        """
+        with self.engine.connect() as connection:
+            _outbox_rows.begin_locked(connection)
+            rows = _outbox_rows.claim(
+                connection, limit=self.claim_limit, include_fresh=include_fresh
+            )
+            if not rows:
+                connection.rollback()
+                return 0
+            report = send_claimed(connection, self.group, rows, "relay")
+            connection.commit()
+        return report.handled
+
+    def drain(self) -> int:
+        """Run passes until none finds a row to send; return the rows sent.
+
+        Rows backing off after a failed send are left for a later run.
+        """
+        sent = 0
+        while not self._stop.is_set():
+            handled = self.run_pass(include_fresh=True)
+            if not handled:
+                break
+            sent += handled
+        return sent
+
+    def run(self) -> None:
+        """Relay until :meth:`stop`; database errors are logged and retried."""
+        log.info("outbox_relay_started", store=self.engine.url.render_as_string())
+        while not self._stop.is_set():
+            try:
+                handled = self.run_pass()
+            except Exception as exc:
+                log.warning(
+                    "outbox_relay_failed",
+                    error=describe_error(exc),
+                    retry_in_seconds=ERROR_BACKOFF_SECONDS,
+                )
+                self._stop.wait(ERROR_BACKOFF_SECONDS)
+                continue
+            if handled:
+                continue
+            self._wait_idle()
+        log.info("outbox_relay_stopped")
+
+    def _wait_idle(self) -> None:
+        if relay_wakeup.wait(self.idle_seconds):
+            relay_wakeup.clear()
+
+    # -- as a worker service --
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self.run, name="sqs-jobs-outbox-relay", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.request_stop()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def request_stop(self) -> None:
+        """Ask :meth:`run` or :meth:`drain` to return after the current pass."""
+        self._stop.set()
+        relay_wakeup.set()

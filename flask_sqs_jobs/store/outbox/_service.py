@@ -1,0 +1,103 @@
+"""The outbox in ``flask sqs-worker``: its relay as a worker service, its metrics."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import typing as t
+
+import structlog
+from flask import Flask
+
+if t.TYPE_CHECKING:
+    from ..._extension import SQSJobs
+    from ..._worker_services import WorkerService
+    from ...engine.ops import PrometheusMetrics
+    from ..sql import SQLAlchemyStore
+
+log = structlog.get_logger(__name__)
+
+#: How long one reading of the outbox serves the metrics' scrapes.
+_METRICS_CACHE_SECONDS = 1.0
+
+
+def outbox_relay_services(
+    app: Flask, jobs: SQSJobs, options: t.Any
+) -> list[WorkerService]:
+    """The relay, with a SQLAlchemy store unless ``--no-outbox-relay`` is given."""
+    store = _sql_store(app, jobs)
+    if store is None or not getattr(options, "outbox_relay", True):
+        return []
+    from ._relay import OutboxRelay
+
+    # A worker process forked by the supervisor must not share its parent's
+    # pooled connections (SQLAlchemy's advice for forks).
+    store.engine.dispose(close=False)
+    return [OutboxRelay(store.engine, jobs.queues(app))]
+
+
+def bind_outbox_metrics(metrics: PrometheusMetrics, app: Flask, jobs: SQSJobs) -> None:
+    """Add ``sqs_jobs_outbox_pending`` and ``sqs_jobs_outbox_oldest_age_seconds``.
+
+    Read from the store at scrape time (at most once a second); NaN while the
+    database cannot be read.
+    """
+    store = _sql_store(app, jobs)
+    if store is None:
+        return
+    import prometheus_client
+
+    reading = _OutboxReading(store)
+    pending = prometheus_client.Gauge(
+        "sqs_jobs_outbox_pending",
+        "Jobs in the transactional outbox, not sent to SQS yet.",
+        registry=metrics.registry,
+    )
+    oldest = prometheus_client.Gauge(
+        "sqs_jobs_outbox_oldest_age_seconds",
+        "Age of the oldest job in the outbox (0 when it is empty).",
+        registry=metrics.registry,
+    )
+    pending.set_function(lambda: reading.get()[0])
+    oldest.set_function(lambda: reading.get()[1])
+
+
+class _OutboxReading:
+    """The outbox's pending count and oldest age, read at most once a second."""
+
+    def __init__(self, store: SQLAlchemyStore) -> None:
+        self._engine = store.engine
+        self._lock = threading.Lock()
+        self._at = -math.inf
+        self._value = (math.nan, math.nan)
+
+    def get(self) -> tuple[float, float]:
+        from . import _rows as _outbox_rows
+        from ._send import describe_error
+
+        with self._lock:
+            if time.monotonic() - self._at < _METRICS_CACHE_SECONDS:
+                return self._value
+            try:
+                with self._engine.connect() as connection:
+                    queues = _outbox_rows.status(connection)
+            except Exception as exc:
+                log.warning("outbox_metrics_failed", error=describe_error(exc))
+                self._value = (math.nan, math.nan)
+            else:
+                self._value = (
+                    float(sum(q.pending for q in queues)),
+                    max((q.oldest_age_seconds for q in queues), default=0.0),
+                )
+            self._at = time.monotonic()
+            return self._value
+
+
+def _sql_store(app: Flask, jobs: SQSJobs) -> SQLAlchemyStore | None:
+    if not jobs.has_store(app):
+        return None
+    store = jobs.store(app)
+    if store.kind != "sqlalchemy":
+        return None
+    return t.cast("SQLAlchemyStore", store)

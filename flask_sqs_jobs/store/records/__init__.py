@@ -1,0 +1,15 @@
+"""Job records and live workers: written from the engine's hooks, off the jobs' path."""
+
+from __future__ import annotations
+
+from ._presence import presence_of
+from ._presence import STALE_AFTER_SECONDS
+from ._recording import recorder_of
+from ._recording import with_records
+
+__all__ = [
+    "STALE_AFTER_SECONDS",
+    "presence_of",
+    "recorder_of",
+    "with_records",
+]

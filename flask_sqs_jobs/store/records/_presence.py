@@ -1,0 +1,215 @@
+"""The worker's row in the store: registered at start, refreshed, removed at stop.
+
+It also prunes, at most once an hour per worker, job records past
+``SQS_JOBS_RECORD_RETENTION_SECONDS`` and idempotency keys past their time to
+live: one indexed ``DELETE`` each (nothing on DynamoDB, whose TTL deletes old
+items).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import importlib.metadata
+import os
+import secrets
+import socket
+import threading
+import typing as t
+
+import structlog
+from flask import Flask
+
+from ...engine.model import loggable_text
+from ...engine.ops import count_store_error
+from ..model import JobRecords
+from ..model import WorkerRecord
+from ..model import WorkerRegistry
+
+if t.TYPE_CHECKING:
+    from ..._extension import SQSJobs
+    from ...engine.worker import JobWorker
+
+log = structlog.get_logger(__name__)
+
+#: How often a worker refreshes its row (seconds).
+REFRESH_SECONDS = 15.0
+#: A row not refreshed for this long is shown as lost (seconds).
+STALE_AFTER_SECONDS = 60.0
+#: How often a worker prunes old job records (seconds).
+PRUNE_SECONDS = 3600.0
+
+
+#: The store part a failed housekeeping action is counted under.
+_STORE_PARTS = {"prune": "job_records", "forget_keys": "idempotency"}
+
+
+def package_version() -> str:
+    try:
+        return importlib.metadata.version("flask-sqs-jobs")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        return "unknown"
+
+
+class WorkerPresence:
+    """Keep this worker's row in the store while it runs (a worker service).
+
+    :param busy_slots: reads the worker's running jobs at each refresh.
+    :param records: the job records to prune, or None (no pruning).
+    :param forget_expired_keys: deletes expired idempotency keys and returns
+        how many, or None (the store's TTL does it, or it keeps none).
+    """
+
+    name = "worker_presence"
+
+    def __init__(
+        self,
+        registry: WorkerRegistry,
+        *,
+        queues: cabc.Sequence[str],
+        concurrency: int,
+        busy_slots: cabc.Callable[[], int],
+        records: JobRecords | None = None,
+        forget_expired_keys: cabc.Callable[[], int] | None = None,
+        retention_seconds: float = 604800,
+        refresh_seconds: float = REFRESH_SECONDS,
+        prune_seconds: float = PRUNE_SECONDS,
+    ) -> None:
+        host = socket.gethostname()
+        pid = os.getpid()
+        self.worker_id = f"{host}:{pid}:{secrets.token_hex(4)}"
+        self._registry = registry
+        self._records = records
+        self._forget_expired_keys = forget_expired_keys
+        self._busy_slots = busy_slots
+        self._retention = dt.timedelta(seconds=retention_seconds)
+        self._refresh_seconds = refresh_seconds
+        self._prune_seconds = prune_seconds
+        self._started = _now()
+        self._row = WorkerRecord(
+            worker_id=self.worker_id,
+            host=host,
+            pid=pid,
+            queues=tuple(queues),
+            concurrency=concurrency,
+            busy_slots=0,
+            started_at=self._started,
+            last_seen_at=self._started,
+            version=package_version(),
+        )
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="sqs-jobs-worker-presence", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._attempt("remove", self._registry.remove, self.worker_id)
+
+    def _run(self) -> None:
+        registered = self._attempt("register", self._register)
+        pruned_at: dt.datetime | None = None
+        while not self._stop.wait(self._refresh_seconds):
+            now = _now()
+            if registered:
+                busy = self._busy_slots()
+                registered = bool(
+                    self._attempt(
+                        "refresh", self._registry.refresh, self.worker_id, busy, now
+                    )
+                )
+            if not registered:
+                registered = self._attempt("register", self._register)
+            due = pruned_at is None or (now - pruned_at).total_seconds() >= (
+                self._prune_seconds
+            )
+            if due:
+                pruned_at = now
+                if self._records is not None:
+                    self._attempt("prune", self._prune, now)
+                if self._forget_expired_keys is not None:
+                    self._attempt("forget_keys", self._forget_keys)
+
+    def _register(self) -> bool:
+        now = _now()
+        self._registry.register(
+            WorkerRecord(
+                **{
+                    **self._row.__dict__,
+                    "busy_slots": self._busy_slots(),
+                    "last_seen_at": now,
+                }
+            )
+        )
+        return True
+
+    def _prune(self, now: dt.datetime) -> None:
+        assert self._records is not None
+        deleted = self._records.prune(now - self._retention)
+        if deleted:
+            log.info("job_records_pruned", deleted=deleted)
+
+    def _forget_keys(self) -> None:
+        assert self._forget_expired_keys is not None
+        deleted = self._forget_expired_keys()
+        if deleted:
+            log.info("idempotency_keys_forgotten", deleted=deleted)
+
+    def _attempt(
+        self, action: str, func: cabc.Callable[..., object], *args: object
+    ) -> object:
+        """Call ``func``; a failure is logged and counted, and None returned."""
+        try:
+            return func(*args)
+        except Exception as exc:
+            count_store_error(_STORE_PARTS.get(action, "workers"))
+            log.warning(
+                "worker_registry_failed",
+                action=action,
+                error_type=type(exc).__name__,
+                error=loggable_text(str(exc)),
+            )
+            return None
+
+
+def presence_of(
+    app: Flask, jobs: SQSJobs, worker: JobWorker, options: t.Any
+) -> list[WorkerPresence]:
+    """A :class:`WorkerPresence` for ``worker``, or none without a store."""
+    if not jobs.has_store(app):
+        return []
+    store, config = jobs.store(app), jobs.config(app)
+    retention = config.record_retention_seconds
+    return [
+        WorkerPresence(
+            store.worker_registry(),
+            queues=list(options.queue_names or config.queues),
+            concurrency=options.concurrency,
+            busy_slots=lambda: worker.busy_slots,
+            records=store.job_records(retention_seconds=retention)
+            if config.record_jobs
+            else None,
+            forget_expired_keys=_key_forgetting(store),
+            retention_seconds=config.record_retention_seconds,
+        )
+    ]
+
+
+def _key_forgetting(store: t.Any) -> cabc.Callable[[], int] | None:
+    """The store's way to delete expired idempotency keys, if it needs one."""
+    try:
+        keys = store.idempotency_keys()
+    except NotImplementedError:
+        return None
+    forget = getattr(keys, "forget_expired", None)
+    return forget if callable(forget) else None
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)

@@ -1,0 +1,202 @@
+"""Job records: a :class:`Hooks` subclass that writes each job's transitions.
+
+Enabled when the app has a store and ``SQS_JOBS_RECORD_JOBS`` is on. Every
+write goes through a :class:`RecordWriter`, so recording never changes a
+job's outcome nor holds it up: a failed write is logged (``job_record_failed``)
+and counted (``sqs_jobs_store_errors_total``), and the job goes on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import typing as t
+
+import structlog
+
+from ...engine.model import Hooks
+from ...engine.model import Job
+from ...engine.model import loggable_text
+from ...engine.model import MultiHooks
+from ...engine.model import Outcome
+from ...engine.model import set_reporter
+from .. import model as r
+from ._writer import RecordWriter
+
+if t.TYPE_CHECKING:
+    from ..._config import Config
+    from ..model import JobStore
+
+log = structlog.get_logger(__name__)
+
+#: Outcome -> status. ``heartbeat_failed`` and ``delete_failed`` leave the
+#: message in the queue, so the job will run again: it is retrying.
+STATUS_OF_OUTCOME = {
+    "success": r.SUCCEEDED,
+    "retry": r.RETRYING,
+    "delete": r.FAILED,
+    "dead_lettered": r.DEAD_LETTERED,
+    "deferred": r.DEFERRED,
+    "duplicate": r.DUPLICATE,
+    "heartbeat_failed": r.RETRYING,
+    "delete_failed": r.RETRYING,
+}
+#: Statuses after which the job is done (``finished_at`` is set).
+FINAL = frozenset({r.SUCCEEDED, r.FAILED, r.DEAD_LETTERED, r.DUPLICATE})
+#: Bytes of a result's JSON kept at most; a larger result is not recorded.
+MAX_RESULT_BYTES = 65_536
+#: Characters of an error message kept.
+MAX_ERROR_TEXT = 1000
+
+
+class RecordingHooks(Hooks):
+    """Write a job record at each moment of a job's life.
+
+    :param writer: where the writes go (asynchronous by default).
+    """
+
+    def __init__(self, writer: RecordWriter) -> None:
+        self.writer = writer
+        self._succeeded = threading.local()
+
+    def job_enqueued(self, job: Job, message_id: str) -> None:
+        now = _now()
+        self._submit(job, r.QUEUED, 0, now, enqueued_at=now)
+
+    def job_started(self, job: Job) -> None:
+        set_reporter(job, self._progress)
+        now = _now()
+        self._submit(
+            job,
+            r.RUNNING,
+            _attempts(job),
+            now,
+            enqueued_at=_sent_at(job),
+            started_at=now,
+        )
+
+    def job_succeeded(self, job: Job, result: object) -> None:
+        self._succeeded.job, self._succeeded.result = job, result
+
+    def job_finished(
+        self,
+        job: Job,
+        outcome: Outcome,
+        duration_ms: float,
+        exception: BaseException | None,
+    ) -> None:
+        status = STATUS_OF_OUTCOME.get(str(outcome), r.RETRYING)
+        now = _now()
+        result = None
+        if status == r.SUCCEEDED and getattr(self._succeeded, "job", None) is job:
+            result = _result_text(self._succeeded.result)
+            self._succeeded.job = self._succeeded.result = None
+        error = None
+        if status not in (r.SUCCEEDED, r.DUPLICATE, r.DEFERRED):
+            error = _error_text(exception, str(outcome))
+        self._submit(
+            job,
+            status,
+            _attempts(job),
+            now,
+            enqueued_at=_sent_at(job),
+            started_at=None
+            if status == r.DEFERRED
+            else now - dt.timedelta(milliseconds=duration_ms),
+            finished_at=now if status in FINAL else None,
+            result=result,
+            error=error,
+        )
+
+    def worker_stopped(self, reason: str) -> None:
+        self.writer.flush(timeout=5.0)
+
+    def _progress(self, job: Job, fraction: float, message: str | None) -> None:
+        self._submit(
+            job,
+            r.PROGRESS,
+            _attempts(job),
+            _now(),
+            progress=fraction,
+            progress_message=message,
+        )
+
+    def _submit(
+        self, job: Job, status: str, attempts: int, at: dt.datetime, **fields: t.Any
+    ) -> None:
+        if job.job_id is None:
+            return
+        self.writer.submit(
+            r.JobEvent(
+                job_id=job.job_id,
+                job_type=job.job_type[:255],
+                queue=job.queue,
+                status=status,
+                attempts=attempts,
+                at=at,
+                **fields,
+            )
+        )
+
+
+def with_records(hooks: Hooks, config: Config, store: JobStore | None) -> Hooks:
+    """``hooks``, plus :class:`RecordingHooks` when job records are on."""
+    if store is None or not config.record_jobs:
+        return hooks
+    retention = config.record_retention_seconds
+    writer = RecordWriter(
+        lambda: store.job_records(retention_seconds=retention),
+        synchronous=config.eager,
+    )
+    return MultiHooks([hooks, RecordingHooks(writer)])
+
+
+def recorder_of(hooks: Hooks) -> RecordingHooks | None:
+    """The :class:`RecordingHooks` among ``hooks``, if any."""
+    if isinstance(hooks, RecordingHooks):
+        return hooks
+    if isinstance(hooks, MultiHooks):
+        for each in hooks.hooks:
+            if isinstance(each, RecordingHooks):
+                return each
+    return None
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _attempts(job: Job) -> int:
+    return job.receive_count or 1
+
+
+def _sent_at(job: Job) -> dt.datetime | None:
+    if job.sent_at is None:
+        return None
+    return dt.datetime.fromtimestamp(job.sent_at, dt.UTC)
+
+
+def _result_text(result: object) -> str | None:
+    if result is None:
+        return None
+    try:
+        text = json.dumps(result, ensure_ascii=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        log.warning("job_result_not_recorded", reason=f"not JSON: {exc}")
+        return None
+    if len(text.encode(errors="replace")) > MAX_RESULT_BYTES:
+        log.warning(
+            "job_result_not_recorded",
+            reason=f"its JSON is larger than {MAX_RESULT_BYTES} bytes",
+        )
+        return None
+    return text
+
+
+def _error_text(exception: BaseException | None, outcome: str) -> str:
+    if exception is None:
+        return outcome
+    message = loggable_text(str(exception), MAX_ERROR_TEXT)
+    name = type(exception).__name__
+    return f"{name}: {message}" if message else name

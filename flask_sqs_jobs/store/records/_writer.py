@@ -1,0 +1,143 @@
+"""A writer thread that batches job-record writes off the job's path.
+
+A job hands its record's transitions to a bounded queue and goes on at once;
+one thread per process writes them in order, up to a batch per transaction.
+A slow or dead store therefore never slows a job: when the queue is full, new
+writes are dropped and counted, as failed writes are.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import os
+import queue
+import threading
+import time
+
+import structlog
+
+from ...engine.model import loggable_text
+from ...engine.ops import count_store_error
+from ..model import JobEvent
+from ..model import JobRecords
+
+log = structlog.get_logger(__name__)
+
+#: The part of the store counted in ``sqs_jobs_store_errors_total``.
+PART = "job_records"
+#: Writes waiting at most; beyond it new ones are dropped.
+MAX_PENDING = 10_000
+#: Writes per transaction at most.
+BATCH_SIZE = 200
+#: A full queue is logged at most this often (seconds).
+DROP_LOG_INTERVAL = 10.0
+
+
+class RecordWriter:
+    """Write :class:`JobEvent` batches to the store's records from one thread.
+
+    :param records: makes the store's records (called once, in the thread).
+    :param synchronous: write each event in the caller's thread instead (eager
+        mode, so a test sees the record as soon as ``enqueue`` returns).
+    """
+
+    def __init__(
+        self,
+        records: cabc.Callable[[], JobRecords],
+        *,
+        synchronous: bool = False,
+        max_pending: int = MAX_PENDING,
+    ) -> None:
+        self._make_records = records
+        self._records: JobRecords | None = None
+        self._synchronous = synchronous
+        self._max_pending = max_pending
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._queue: queue.Queue[JobEvent] = queue.Queue(max_pending)
+        self._dropped = 0
+        self._dropped_logged_at = 0.0
+
+    def submit(self, event: JobEvent) -> None:
+        """Queue ``event`` for writing; never blocks, never raises."""
+        if self._synchronous:
+            self._write([event])
+            return
+        if self._pid != os.getpid():
+            self._start()
+        try:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            self._drop()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the queued writes; True when done."""
+        deadline = time.monotonic() + timeout
+        done = self._queue.all_tasks_done
+        with done:
+            while self._queue.unfinished_tasks:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                done.wait(remaining)
+        return True
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            # A fresh queue and thread in a forked child: the parent's thread
+            # did not survive the fork, and neither may its connections.
+            self._queue = queue.Queue(self._max_pending)
+            self._records = None
+            thread = threading.Thread(
+                target=self._run, name="sqs-jobs-record-writer", daemon=True
+            )
+            thread.start()
+            self._pid = os.getpid()
+
+    def _run(self) -> None:
+        pending = self._queue
+        while True:
+            batch = [pending.get()]
+            while len(batch) < BATCH_SIZE:
+                try:
+                    batch.append(pending.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self._write(batch)
+            finally:
+                for _ in batch:
+                    pending.task_done()
+
+    def _write(self, batch: list[JobEvent]) -> None:
+        try:
+            if self._records is None:
+                self._records = self._make_records()
+            self._records.write(batch)
+        except Exception as exc:
+            count_store_error(PART, len(batch))
+            log.warning(
+                "job_record_failed",
+                writes=len(batch),
+                job_id=batch[0].job_id,
+                error_type=type(exc).__name__,
+                error=loggable_text(str(exc)),
+            )
+
+    def _drop(self) -> None:
+        count_store_error(PART)
+        now = time.monotonic()
+        with self._lock:
+            self._dropped += 1
+            if now - self._dropped_logged_at < DROP_LOG_INTERVAL:
+                return
+            dropped, self._dropped = self._dropped, 0
+            self._dropped_logged_at = now
+        log.warning(
+            "job_record_failed",
+            writes=dropped,
+            error_type="QueueFull",
+            error=f"more than {self._max_pending} record writes waiting; dropped",
+        )

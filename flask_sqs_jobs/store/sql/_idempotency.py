@@ -1,0 +1,239 @@
+"""Idempotency keys in the ``sqs_jobs_idempotency`` table (SQLite, PostgreSQL).
+
+A claim is one atomic upsert: ``INSERT ... ON CONFLICT DO UPDATE ... WHERE``
+the existing row's lease has ended or its completion has expired, so two
+workers racing for a key never both get it (the row lock decides on
+PostgreSQL, ``BEGIN IMMEDIATE``'s write lock on SQLite). Every other write is
+conditional on the holder's token. Times come from this process's UTC clock,
+passed to each statement, so keep the workers' clocks in sync (NTP).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import typing as t
+import uuid
+
+import sqlalchemy as sa
+import sqlalchemy.dialects.postgresql
+import sqlalchemy.dialects.sqlite
+import sqlalchemy.orm
+
+from ...engine.model import Claim
+from ...engine.model import ClaimState
+from ._tables import idempotency
+
+_IN_PROGRESS = "in_progress"
+_COMPLETED = "completed"
+#: A claim that finds the row gone or free again (a release or an expiry in
+#: between) tries again, at most this many times.
+_CLAIM_ATTEMPTS = 5
+
+
+class IdempotencyKeyLost(RuntimeError):
+    """The token no longer holds the key (its lease ended and another took it)."""
+
+
+class SQLIdempotencyKeys:
+    """The engine's ``IdempotencyKeys`` in SQL."""
+
+    def __init__(self, engine: t.Callable[[], sa.Engine]) -> None:
+        self._engine = engine
+        self._claim: sa.Executable | None = None
+
+    def claim(
+        self, key: str, *, payload_hash: str, job_id: str, lease_seconds: float
+    ) -> Claim:
+        engine = self._engine()
+        if self._claim is None:
+            self._claim = _claim_statement(engine.dialect.name)
+        for _ in range(_CLAIM_ATTEMPTS):
+            token, now = uuid.uuid4().hex, _now()
+            with engine.begin() as connection:
+                claimed = connection.execute(
+                    self._claim,
+                    {
+                        "p_key": key,
+                        "p_payload_hash": payload_hash,
+                        "p_job_id": job_id,
+                        "p_token": token,
+                        "p_now": now,
+                        "p_lease_expires_at": now + dt.timedelta(seconds=lease_seconds),
+                    },
+                ).scalar()
+                if claimed == token:
+                    return Claim(ClaimState.CLAIMED, token=token)
+                row = connection.execute(_FIND, {"p_key": key}).first()
+            found = _what_was_found(row, payload_hash, now)
+            if found is not None:
+                return found
+        raise RuntimeError(
+            f"idempotency key {key!r} kept changing while being claimed;"
+            f" gave up after {_CLAIM_ATTEMPTS} attempts"
+        )
+
+    def renew(self, key: str, token: str, lease_seconds: float) -> bool:
+        with self._engine().begin() as connection:
+            renewed = connection.execute(
+                _RENEW,
+                {
+                    "p_key": key,
+                    "p_token": token,
+                    "p_lease_expires_at": _now() + dt.timedelta(seconds=lease_seconds),
+                },
+            ).rowcount
+        return renewed == 1
+
+    def complete(
+        self,
+        key: str,
+        token: str,
+        *,
+        result: t.Any,
+        ttl_seconds: float,
+        session: t.Any = None,
+    ) -> None:
+        now = _now()
+        params = {
+            "p_key": key,
+            "p_token": token,
+            "p_expires_at": now + dt.timedelta(seconds=ttl_seconds),
+            "p_result": None if result is None else json.dumps(result),
+            "p_now": now,
+        }
+        if session is not None:
+            done = t.cast(sa.orm.Session, session).execute(_COMPLETE, params)
+            updated = t.cast(sa.CursorResult[t.Any], done).rowcount
+        else:
+            with self._engine().begin() as connection:
+                updated = connection.execute(_COMPLETE, params).rowcount
+        if updated != 1:
+            raise IdempotencyKeyLost(
+                f"idempotency key {key!r} is no longer held by this job (its lease"
+                " ended and another job claimed it); not marked completed"
+            )
+
+    def release(self, key: str, token: str) -> None:
+        with self._engine().begin() as connection:
+            connection.execute(_RELEASE, {"p_key": key, "p_token": token})
+
+    def forget_expired(self, limit: int = 1000) -> int:
+        """Delete up to ``limit`` completed keys whose time is up; return how many."""
+        now = _now()
+        expired = (
+            sa.select(idempotency.c.key)
+            .where(idempotency.c.expires_at <= now)
+            .limit(limit)
+            .scalar_subquery()
+        )
+        with self._engine().begin() as connection:
+            return int(
+                connection.execute(
+                    sa.delete(idempotency).where(
+                        idempotency.c.key.in_(expired),
+                        idempotency.c.expires_at <= now,
+                    )
+                ).rowcount
+            )
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+# Built once, with named parameters: building a statement per call costs more
+# CPU than the database's round trip.
+def _param(name: str, column: sa.Column[t.Any]) -> sa.BindParameter[t.Any]:
+    return sa.bindparam(f"p_{name}", type_=column.type)
+
+
+c = idempotency.c
+_NOW = _param("now", c.created_at)
+_HELD = (
+    c.key == _param("key", c.key),
+    c.token == _param("token", c.token),
+    c.status == _IN_PROGRESS,
+)
+_FIND = sa.select(idempotency).where(c.key == _param("key", c.key))
+_RENEW = (
+    sa.update(idempotency)
+    .where(*_HELD)
+    .values(lease_expires_at=_param("lease_expires_at", c.lease_expires_at))
+)
+_COMPLETE = (
+    sa.update(idempotency)
+    .where(*_HELD)
+    .values(
+        status=_COMPLETED,
+        lease_expires_at=None,
+        expires_at=_param("expires_at", c.expires_at),
+        result=_param("result", c.result),
+        completed_at=_NOW,
+    )
+)
+_RELEASE = sa.delete(idempotency).where(*_HELD)
+del c
+
+
+def _claim_statement(dialect: str) -> sa.Executable:
+    """Insert the key, or take over its row when the row's time is up."""
+    if dialect not in ("postgresql", "sqlite"):
+        raise RuntimeError(
+            f"idempotency keys need SQLite or PostgreSQL; this store is on {dialect}"
+        )
+    c = idempotency.c
+    insert: t.Any = (
+        sa.dialects.postgresql.insert(idempotency)
+        if dialect == "postgresql"
+        else sa.dialects.sqlite.insert(idempotency)
+    )
+    statement = insert.values(
+        key=_param("key", c.key),
+        status=_IN_PROGRESS,
+        payload_hash=_param("payload_hash", c.payload_hash),
+        job_id=_param("job_id", c.job_id),
+        token=_param("token", c.token),
+        lease_expires_at=_param("lease_expires_at", c.lease_expires_at),
+        expires_at=None,
+        result=None,
+        created_at=_NOW,
+        completed_at=None,
+    )
+    free = sa.or_(
+        sa.and_(c.status == _IN_PROGRESS, c.lease_expires_at <= _NOW),
+        sa.and_(c.status == _COMPLETED, c.expires_at <= _NOW),
+    )
+    taken_over = [col.name for col in idempotency.columns if col.name != "key"]
+    return t.cast(
+        sa.Executable,
+        statement.on_conflict_do_update(
+            index_elements=[c.key],
+            set_={name: statement.excluded[name] for name in taken_over},
+            where=free,
+        ).returning(c.token),
+    )
+
+
+def _what_was_found(row: t.Any, payload_hash: str, now: dt.datetime) -> Claim | None:
+    """The claim's answer from the row that refused it; None: try again."""
+    if row is None:
+        return None
+    if row.payload_hash != payload_hash:
+        return Claim(ClaimState.CONFLICT, holder_job_id=row.job_id)
+    if row.status == _COMPLETED:
+        if row.expires_at is not None and row.expires_at <= now:
+            return None
+        return Claim(
+            ClaimState.COMPLETED,
+            holder_job_id=row.job_id,
+            result=None if row.result is None else json.loads(row.result),
+        )
+    lease_ends = row.lease_expires_at
+    if lease_ends is None or lease_ends <= now:
+        return None
+    return Claim(
+        ClaimState.IN_PROGRESS,
+        holder_job_id=row.job_id,
+        retry_after_seconds=(lease_ends - now).total_seconds(),
+    )

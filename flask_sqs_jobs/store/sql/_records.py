@@ -1,0 +1,283 @@
+"""Job records and live workers in ``sqs_jobs_jobs`` and ``sqs_jobs_workers``.
+
+Each transition is one ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` (on
+SQLite and PostgreSQL alike); a batch of them shares one transaction.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import json
+import typing as t
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
+
+from .. import model as r
+from ._tables import jobs
+from ._tables import workers
+
+#: The dialects whose upsert the records use.
+SUPPORTED_DIALECTS = ("postgresql", "sqlite")
+
+_SHAPES = (r.QUEUED, r.RUNNING, r.PROGRESS, "settled")
+_COLUMNS = tuple(column.name for column in jobs.columns)
+
+
+def dialect_insert(engine: sa.Engine) -> t.Any:
+    """The ``insert`` of ``engine``'s dialect, which has ``on_conflict_do_update``."""
+    name = engine.dialect.name
+    if name == "postgresql":
+        return postgresql.insert
+    if name == "sqlite":
+        return sqlite.insert
+    raise RuntimeError(
+        f"job records and workers need SQLite or PostgreSQL; this store's database"
+        f" is {name}. Use one of {', '.join(SUPPORTED_DIALECTS)}, or a DynamoDBStore"
+    )
+
+
+class SQLJobRecords:
+    """The job records (a ``JobRecords``) in ``sqs_jobs_jobs``."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+        insert = dialect_insert(engine)
+        self._statements = {
+            (shape, restart): _upsert(insert, shape, restart)
+            for shape in _SHAPES
+            for restart in (False, True)
+        }
+
+    def write(self, events: cabc.Sequence[r.JobEvent]) -> None:
+        rows: dict[tuple[str, bool], list[dict[str, t.Any]]] = {}
+        for event in r.merge_events(events):
+            key = (_shape(event), event.may_restart)
+            rows.setdefault(key, []).append(_row(event))
+        with self._engine.begin() as connection:
+            for key, batch in rows.items():
+                connection.execute(self._statements[key], batch)
+
+    def get(self, job_id: str) -> r.JobRecord | None:
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                sa.select(jobs).where(jobs.c.job_id == job_id)
+            ).first()
+        return None if row is None else _job_record(row._mapping)
+
+    def recent(
+        self,
+        limit: int = 50,
+        *,
+        status: r.StatusFilter = None,
+        queue: str | None = None,
+    ) -> list[r.JobRecord]:
+        statuses = r.check_status(status)
+        query = sa.select(jobs).order_by(jobs.c.updated_at.desc()).limit(limit)
+        if statuses is not None:
+            query = query.where(jobs.c.status.in_(sorted(statuses)))
+        if queue is not None:
+            query = query.where(jobs.c.queue == queue)
+        with self._engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [_job_record(row._mapping) for row in rows]
+
+    def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
+        """One ``GROUP BY`` over the rows updated since ``since`` (an indexed range:
+        a record's last write is never before it finished)."""
+        minute = _epoch_minute(self._engine, jobs.c.finished_at).label("minute")
+        query = (
+            sa.select(minute, jobs.c.queue, jobs.c.status, sa.func.count())
+            .where(jobs.c.updated_at >= since, jobs.c.finished_at >= since)
+            .group_by(minute, jobs.c.queue, jobs.c.status)
+        )
+        with self._engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [
+            r.MinuteCount(
+                dt.datetime.fromtimestamp(int(at) * 60, dt.UTC), queue, status, count
+            )
+            for at, queue, status, count in rows
+        ]
+
+    def prune(self, older_than: dt.datetime) -> int:
+        with self._engine.begin() as connection:
+            result = connection.execute(
+                sa.delete(jobs).where(jobs.c.updated_at < older_than)
+            )
+        return int(result.rowcount or 0)
+
+
+class SQLWorkerRegistry:
+    """The live workers (a ``WorkerRegistry``) in ``sqs_jobs_workers``."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+        self._insert = dialect_insert(engine)
+
+    def register(self, worker: r.WorkerRecord) -> None:
+        values = {
+            "worker_id": worker.worker_id,
+            "host": worker.host,
+            "pid": worker.pid,
+            "queues": json.dumps(list(worker.queues)),
+            "concurrency": worker.concurrency,
+            "busy_slots": worker.busy_slots,
+            "started_at": worker.started_at,
+            "last_seen_at": worker.last_seen_at,
+            "version": worker.version,
+        }
+        stmt = self._insert(workers).values(**values)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[workers.c.worker_id],
+            set_={name: stmt.excluded[name] for name in values if name != "worker_id"},
+        )
+        with self._engine.begin() as connection:
+            connection.execute(stmt)
+
+    def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
+        """Update the row; False when it is gone (the caller registers again)."""
+        with self._engine.begin() as connection:
+            result = connection.execute(
+                sa.update(workers)
+                .where(workers.c.worker_id == worker_id)
+                .values(busy_slots=busy_slots, last_seen_at=at)
+            )
+        return bool(result.rowcount)
+
+    def remove(self, worker_id: str) -> None:
+        with self._engine.begin() as connection:
+            connection.execute(
+                sa.delete(workers).where(workers.c.worker_id == worker_id)
+            )
+
+    def list(self) -> list[r.WorkerRecord]:
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(workers).order_by(workers.c.started_at, workers.c.worker_id)
+            ).all()
+        return [_worker_record(row._mapping) for row in rows]
+
+
+def _epoch_minute(engine: sa.Engine, column: t.Any) -> t.Any:
+    """Whole minutes since 1970 of a UTC datetime column, in SQL (constants
+    inline, so the GROUP BY repeats the selected expression exactly)."""
+    sixty = sa.literal_column("60", sa.Integer())
+    if engine.dialect.name == "sqlite":
+        # SQLite keeps the naive UTC text; '%s' reads it as UTC.
+        seconds = sa.func.strftime(sa.literal_column("'%s'"), column)
+        return sa.cast(seconds, sa.Integer) // sixty
+    epoch = sa.extract("epoch", column)
+    return sa.cast(sa.func.floor(epoch / sixty), sa.BigInteger)
+
+
+def _job_record(row: sa.RowMapping) -> r.JobRecord:
+    result = row["result"]
+    return r.JobRecord(
+        job_id=row["job_id"],
+        job_type=row["job_type"],
+        queue=row["queue"],
+        status=row["status"],
+        attempts=row["attempts"],
+        enqueued_at=row["enqueued_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        result=None if result is None else json.loads(result),
+        error=row["error"],
+        progress=row["progress"],
+        progress_message=row["progress_message"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _worker_record(row: sa.RowMapping) -> r.WorkerRecord:
+    return r.WorkerRecord(
+        worker_id=row["worker_id"],
+        host=row["host"],
+        pid=row["pid"],
+        queues=tuple(json.loads(row["queues"])),
+        concurrency=row["concurrency"],
+        busy_slots=row["busy_slots"],
+        started_at=row["started_at"],
+        last_seen_at=row["last_seen_at"],
+        version=row["version"],
+    )
+
+
+def _shape(event: r.JobEvent) -> str:
+    """Which statement writes ``event``: one per set of columns it changes."""
+    if event.status in (r.QUEUED, r.RUNNING, r.PROGRESS):
+        return event.status
+    return "settled"
+
+
+def _row(event: r.JobEvent) -> dict[str, t.Any]:
+    row = {name: getattr(event, name, None) for name in _COLUMNS}
+    row.update(status=event.written_status, updated_at=event.at)
+    return row
+
+
+def _rank(status: t.Any) -> t.Any:
+    return sa.case(r.STATUS_RANK, value=status, else_=0)
+
+
+def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
+    """The upsert of one shape, for ``executemany``: every value from the row."""
+    stmt = insert(jobs)
+    new = stmt.excluded
+    changes: dict[str, t.Any] = {
+        "job_type": new.job_type,
+        "queue": new.queue,
+        "status": new.status,
+        "attempts": new.attempts,
+        "updated_at": new.updated_at,
+        "enqueued_at": sa.func.coalesce(jobs.c.enqueued_at, new.enqueued_at),
+    }
+    if shape == r.PROGRESS:
+        changes.update(progress=new.progress, progress_message=new.progress_message)
+    elif shape == r.RUNNING:
+        changes.update(
+            started_at=new.started_at,
+            finished_at=None,
+            result=None,
+            error=None,
+            progress=new.progress,
+            progress_message=new.progress_message,
+        )
+    elif shape != r.QUEUED:
+        changes.update(
+            started_at=sa.func.coalesce(jobs.c.started_at, new.started_at),
+            finished_at=new.finished_at,
+            # A duplicate delivery keeps the result of the run it duplicates.
+            result=sa.case(
+                (
+                    new.status == r.DUPLICATE,
+                    sa.func.coalesce(new.result, jobs.c.result),
+                ),
+                else_=new.result,
+            ),
+            error=new.error,
+            progress=sa.func.coalesce(new.progress, jobs.c.progress),
+            progress_message=sa.case(
+                (new.progress.is_(None), jobs.c.progress_message),
+                else_=new.progress_message,
+            ),
+        )
+    newer = sa.or_(
+        jobs.c.attempts < new.attempts,
+        sa.and_(
+            jobs.c.attempts == new.attempts,
+            _rank(jobs.c.status) <= _rank(new.status),
+        ),
+    )
+    if restart:
+        # Literal constants: an expanding IN cannot be used with executemany.
+        restarting: list[sa.ColumnElement[t.Any]] = [
+            sa.literal_column(f"'{status}'") for status in sorted(r.RESTARTING)
+        ]
+        newer = sa.or_(newer, *(jobs.c.status == each for each in restarting))
+    return stmt.on_conflict_do_update(
+        index_elements=[jobs.c.job_id], set_=changes, where=newer
+    )
