@@ -90,7 +90,7 @@ def drain(endpoint: str, store_url: str | None, *, jobs: int, sleep: float) -> f
         counter.finished()
         return {"n": payload["n"]}
 
-    recorder = recorder_of(ext._get_state(app).hooks)
+    recorder = recorder_of(ext.parts(app).hooks)
     with app.app_context():
         if store_url is not None:
             ext.store(app).create_tables()

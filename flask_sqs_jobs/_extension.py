@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import collections.abc as cabc
-import dataclasses
-import threading
 import typing as t
 import weakref
 
@@ -13,21 +11,17 @@ from flask import current_app
 from flask import Flask
 from flask import Response
 
-from ._config import Config
-from ._config import load_config
 from ._hooks import FlaskHooks
-from ._idempotent_handlers import eager_store_options
-from ._idempotent_handlers import worker_store_options
-from ._large_payloads_setup import make_large_payloads
 from ._producing import Producing
 from ._registering import Registering
 from ._request_id import add_request_id_header
-from ._sqs_client import make_sqs_client
-from ._store_setup import make_store
 from ._tasks import TaskRegistry
+from .config import AppParts
+from .config import Config
+from .config import load_config
+from .config import make_store
+from .config import NOT_INITIALISED
 from .engine import QueueGroup
-from .engine._eager import eager_queue
-from .engine._eager import EagerQueueGroup
 from .engine.model import HandlerFunc
 from .engine.model import Hooks
 from .engine.model import JobHandler
@@ -43,18 +37,6 @@ if t.TYPE_CHECKING:
     from .store.model import JobRecord
 
 F = t.TypeVar("F", bound=HandlerFunc)
-
-
-@dataclasses.dataclass
-class _State:
-    """What the extension keeps per app."""
-
-    config: Config
-    hooks: Hooks
-    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
-    client: SQSClient | None = None
-    group: QueueGroup | None = None
-    store: JobStore | None = None
 
 
 class SQSJobs(Registering, Producing, TaskRegistry):
@@ -110,7 +92,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         self.handlers: dict[str, JobHandler] = {}
         #: schedule name -> :class:`Schedule` (``@jobs.periodic``, ``jobs.schedule``).
         self.schedules: dict[str, Schedule] = {}
-        self._state: weakref.WeakKeyDictionary[Flask, _State] = (
+        self._parts: weakref.WeakKeyDictionary[Flask, AppParts] = (
             weakref.WeakKeyDictionary()
         )
         if app is not None:
@@ -133,8 +115,23 @@ class SQSJobs(Registering, Producing, TaskRegistry):
             )
         config = load_config(app.config)
         store = self._store or make_store(config)
-        hooks = with_records(FlaskHooks(app), config, store)
-        self._state[app] = _State(config=config, hooks=hooks, store=store)
+        hooks = with_records(
+            FlaskHooks(app),
+            store,
+            enabled=config.record_jobs,
+            retention_seconds=config.record_retention_seconds,
+            synchronous=config.eager,
+        )
+        self._parts[app] = AppParts(
+            config=config,
+            handlers=self.handlers,
+            schedules=self.schedules,
+            hooks=hooks,
+            store=store,
+            middleware=self.middleware,
+            boto_client=self._boto_client,
+            s3_client=self._s3_client,
+        )
         app.extensions["sqs_jobs"] = self
 
         header = config.request_id_header
@@ -168,32 +165,22 @@ class SQSJobs(Registering, Producing, TaskRegistry):
 
     # -- per-app state --------------------------------------------------------
 
-    def _get_state(self, app: Flask | None = None) -> _State:
+    def parts(self, app: Flask | None = None) -> AppParts:
+        """The settings and parts of ``app`` (the current app by default).
+
+        :raises RuntimeError: this extension is not initialised on the app.
+        :meta private:
+        """
         if app is None:
             app = current_app._get_current_object()  # type: ignore[attr-defined]
         try:
-            return self._state[app]
+            return self._parts[app]
         except KeyError:
-            raise RuntimeError(
-                "flask-sqs-jobs is not initialised on this app; call"
-                " jobs.init_app(app) in your application factory."
-            ) from None
-
-    def _forget_clients(self, app: Flask) -> None:
-        """Drop ``app``'s cached client and queue group (in a forked child).
-
-        A boto3 client's connection pool must not be shared across a fork: the
-        child builds its own on first use. A client given to the constructor is
-        kept, as it is the only one there is.
-        """
-        state = self._get_state(app)
-        state.lock = threading.Lock()
-        state.client = None
-        state.group = None
+            raise RuntimeError(NOT_INITIALISED) from None
 
     def config(self, app: Flask | None = None) -> Config:
         """The validated configuration of ``app`` (the current app by default)."""
-        return self._get_state(app).config
+        return self.parts(app).config
 
     def store(self, app: Flask | None = None) -> JobStore:
         """The job store of ``app`` (the current app by default).
@@ -201,14 +188,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         :raises RuntimeError: no store is configured; the message names
             ``SQS_JOBS_STORE_URL``.
         """
-        store = self._get_state(app).store
-        if store is None:
-            raise RuntimeError(
-                "this needs a job store: set SQS_JOBS_STORE_URL (e.g."
-                " 'sqlite:///instance/jobs.db' or 'postgresql+psycopg://...') or pass"
-                " SQSJobs(store=...)"
-            )
-        return store
+        return self.parts(app).require_store()
 
     def get_job(self, job_id: str, *, app: Flask | None = None) -> JobRecord | None:
         """The record of the job ``job_id``, or None when the store has none.
@@ -216,22 +196,18 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         :raises RuntimeError: no store is configured; the message names
             ``SQS_JOBS_STORE_URL``.
         """
-        from ._records_access import get_job
+        from .store.records import get_job
 
-        return get_job(self.store(app), self._get_state(app).hooks, job_id)
+        parts = self.parts(app)
+        return get_job(parts.require_store(), parts.hooks, job_id)
 
     def has_store(self, app: Flask | None = None) -> bool:
         """Whether ``app`` has a job store."""
-        return self._get_state(app).store is not None
+        return self.parts(app).store is not None
 
     def client(self, app: Flask | None = None) -> SQSClient:
         """The boto3 SQS client of ``app``, created from its config on first use."""
-        state = self._get_state(app)
-        if state.client is None:
-            with state.lock:
-                if state.client is None:
-                    state.client = self._boto_client or make_sqs_client(state.config)
-        return state.client
+        return self.parts(app).client()
 
     def queues(self, app: Flask | None = None) -> QueueGroup:
         """The :class:`QueueGroup` of ``app``, built on first use.
@@ -239,36 +215,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         Queue names are looked up with GetQueueUrl the first time each queue
         is used. In eager mode the group never calls SQS.
         """
-        state = self._get_state(app)
-        if state.group is None:
-            client = None if state.config.eager else self.client(app)
-            with state.lock:
-                if state.group is None:
-                    state.group = self._build_group(state, client)
-        return state.group
-
-    def _build_group(self, state: _State, client: SQSClient | None) -> QueueGroup:
-        config = state.config
-        if client is None:
-            definitions = {
-                name: {"queue": eager_queue(d), "weight": d.weight}
-                for name, d in config.definitions.items()
-            }
-            return EagerQueueGroup(
-                definitions,
-                self.handlers,
-                middleware=self.middleware,
-                hooks=state.hooks,
-                **eager_store_options(state.store, self.handlers),
-            )
-        return QueueGroup.build(
-            boto_client=client,
-            queues=config.definitions,
-            middleware=self.middleware,
-            hooks=state.hooks,
-            resolve=False,
-            large_payloads=make_large_payloads(config, self._s3_client),
-        )
+        return self.parts(app).queue_group()
 
     # -- consuming -------------------------------------------------------------
 
@@ -290,18 +237,11 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         :param shutdown_timeout: see :class:`JobWorker`.
         :param hooks: extra engine hooks (metrics) beside the app's signals.
         """
-        state = self._get_state(app)
-        group = self.queues(app)
-        if queues is not None:
-            group = group.subset(queues)
-        wait = idle_wait_seconds
-        return JobWorker(
-            group,
-            self.handlers,
-            should_stop=should_stop,
-            idle_wait_seconds=state.config.idle_wait_seconds if wait is None else wait,
+        return self.parts(app).create_worker(
+            queues=queues,
             concurrency=concurrency,
+            idle_wait_seconds=idle_wait_seconds,
+            should_stop=should_stop,
             shutdown_timeout=shutdown_timeout,
             hooks=hooks,
-            **worker_store_options(state.store, self.handlers),
         )

@@ -26,22 +26,8 @@ _checked: weakref.WeakKeyDictionary[sa.Engine, sa.Engine] = weakref.WeakKeyDicti
 
 
 def outbox_store(jobs: SQSJobs, app: Flask | None = None) -> SQLAlchemyStore:
-    """The app's store, if it can hold the outbox.
-
-    :raises RuntimeError: no store, or a store without SQL tables; the message
-        says what to configure.
-    """
-    from .store.sql import SQLAlchemyStore
-
-    store = jobs.store(app)
-    if not isinstance(store, SQLAlchemyStore):
-        raise RuntimeError(
-            "the outbox (enqueue(..., session=)) needs a SQLAlchemyStore on the app's"
-            f" own database; this app's store is a {type(store).__name__}. Set"
-            " SQS_JOBS_STORE_URL to the app's database URL or pass"
-            " SQSJobs(store=SQLAlchemyStore(db))"
-        )
-    return store
+    """The app's store, if it can hold the outbox (see ``AppParts.outbox_store``)."""
+    return jobs.parts(app).outbox_store()
 
 
 def enqueue_in_session(
@@ -58,7 +44,7 @@ def enqueue_in_session(
     from .store.outbox import send_through
 
     target = _session_of(session)
-    state = jobs._get_state()
+    state = jobs.parts()
     options["correlation_fields"] = _with_request_id(
         options.get("correlation_fields"), state.config.request_id_header
     )

@@ -8,17 +8,17 @@ import typing as t
 
 from flask import Flask
 
-from ._config import Config
 from ._job_type_check import check_known_job_type
 from ._job_type_check import check_known_job_types
 from ._request_id import current_request_id
+from .config import AppParts
+from .config import Config
 from .engine import QueueGroup
 from .engine.model import JobHandler
 from .engine.model import JSONObject
 from .engine.producing import JobSpec
 
 if t.TYPE_CHECKING:
-    from ._extension import _State
     from ._extension import SQSJobs
 
 
@@ -29,9 +29,9 @@ class Producing:
 
     if t.TYPE_CHECKING:
 
-        def _get_state(self, app: Flask | None = None) -> _State: ...
-
         def queues(self, app: Flask | None = None) -> QueueGroup: ...
+
+        def parts(self, app: Flask | None = None) -> AppParts: ...
 
     def enqueue(
         self,
@@ -60,7 +60,7 @@ class Producing:
             into the outbox in its transaction, sent after the commit, and
             the job id is returned instead (see ``docs/outbox.md``).
         """
-        state = self._get_state()
+        state = self.parts()
         if _checks_job_types(state.config):
             check_known_job_type(job_type, self.handlers)
         if session is not None:
@@ -102,7 +102,7 @@ class Producing:
         session's transaction and their job ids are returned (see
         :meth:`enqueue`).
         """
-        state = self._get_state()
+        state = self.parts()
         header = state.config.request_id_header
         specs: list[JobSpec] = []
         for spec in jobs:

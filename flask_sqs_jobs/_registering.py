@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import typing as t
 
-from ._idempotent_handlers import handler_options
+from .config import handler_options
 from .engine.model import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from .engine.model import HandlerFunc
 from .engine.model import JobHandler
@@ -13,7 +13,7 @@ from .engine.model import JSONObject
 from .engine.model import Retry
 
 if t.TYPE_CHECKING:
-    from ._extension import SQSJobs
+    from .periodic import Enqueuer
     from .periodic import Schedule
 
 F = t.TypeVar("F", bound=HandlerFunc)
@@ -24,6 +24,8 @@ class Registering:
 
     #: job type -> handler, shared by every app the extension is bound to.
     handlers: dict[str, JobHandler]
+    #: schedule name -> :class:`Schedule`, likewise.
+    schedules: dict[str, Schedule]
 
     def handler(
         self,
@@ -110,7 +112,8 @@ class Registering:
         from .periodic import job_type_of
 
         return declare(
-            t.cast("SQSJobs", self),
+            self.schedules,
+            t.cast("Enqueuer", self),
             name,
             cron=cron,
             job_type=job_type_of(job_type),

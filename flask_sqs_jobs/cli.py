@@ -11,9 +11,11 @@ import typing as t
 import click
 from flask.cli import with_appcontext
 
+from ._producing import Producing
 from .commands import check_queue_names
 from .commands import ConfigurationError
-from .commands import current_app_and_jobs
+from .commands import current_app_and_parts
+from .commands import current_parts
 from .commands import dead_letter_queue_of
 from .commands import dlq_command
 from .commands import job_command
@@ -54,13 +56,13 @@ def create_queues_command(max_receive_count: int) -> None:
     development and tests; manage production queues with your infrastructure
     tooling.
     """
-    from ._large_payloads_setup import create_bucket_lines
     from .commands import create_queues
+    from .config import create_bucket_lines
 
-    app, jobs = current_app_and_jobs()
-    with sqs_errors(jobs, app):
-        lines = create_queues(jobs.client(app), jobs.config(app), max_receive_count)
-        lines += create_bucket_lines(jobs.queues(app))
+    parts = current_parts()
+    with sqs_errors(parts):
+        lines = create_queues(parts.client(), parts.config, max_receive_count)
+        lines += create_bucket_lines(parts.queue_group())
     for line in lines:
         click.echo(line)
 
@@ -82,8 +84,8 @@ def local_server_command(port: int, host: str, create_queues: bool) -> None:
     """
     from .commands import run_local_server
 
-    app, jobs = current_app_and_jobs()
-    run_local_server(host, port, jobs.config(app) if create_queues else None)
+    parts = current_parts()
+    run_local_server(host, port, parts.config if create_queues else None)
 
 
 @jobs_command.command("stats")
@@ -94,11 +96,11 @@ def stats_command(as_json: bool) -> None:
 
     The counts are SQS's approximate ones.
     """
-    app, jobs = current_app_and_jobs()
+    parts = current_parts()
     report = []
-    with sqs_errors(jobs, app):
-        for name in jobs.config(app).queues:
-            queue = queue_named(jobs, app, name)
+    with sqs_errors(parts):
+        for name in parts.config.queues:
+            queue = queue_named(parts, name)
             entry: dict[str, t.Any] = {
                 "queue": name,
                 "url": queue.url,
@@ -152,8 +154,9 @@ def enqueue_command(
     job_id: str | None,
 ) -> None:
     """Send one job by hand; PAYLOAD_JSON is a JSON object (default {})."""
-    app, jobs = current_app_and_jobs()
-    check_queue_names(jobs, app, [queue])
+    app, parts = current_app_and_parts()
+    check_queue_names(parts, [queue])
+    jobs: Producing = app.extensions["sqs_jobs"]
     try:
         payload = json.loads(payload_json)
     except ValueError as exc:
@@ -166,7 +169,7 @@ def enqueue_command(
         raise ConfigurationError(
             "PAYLOAD_JSON must be a JSON object, e.g. '{\"id\": 1}'"
         )
-    with sqs_errors(jobs, app), logs_off_stdout():
+    with sqs_errors(parts), logs_off_stdout():
         try:
             message_id = jobs.enqueue(
                 queue,

@@ -20,30 +20,11 @@ ROOT = pathlib.Path(flask_sqs_jobs.__file__).parent
 #: Imports that cross a boundary today, each to be given a declared home.
 KNOWN: frozenset[tuple[str, str]] = frozenset(
     {
-        ("flask_sqs_jobs._extension", "flask_sqs_jobs.engine._eager"),
-        ("flask_sqs_jobs.commands._admin", "flask_sqs_jobs._config"),
-        ("flask_sqs_jobs.commands._common", "flask_sqs_jobs._config"),
-        ("flask_sqs_jobs.commands._common", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.commands._dlq", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.commands._outbox", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.commands._outbox", "flask_sqs_jobs._outbox_enqueue"),
-        ("flask_sqs_jobs.commands._worker", "flask_sqs_jobs._idempotent_handlers"),
-        ("flask_sqs_jobs.commands._worker", "flask_sqs_jobs._worker_services"),
-        ("flask_sqs_jobs.commands._worker", "flask_sqs_jobs._extension"),
+        ("flask_sqs_jobs.config._parts", "flask_sqs_jobs.engine._eager"),
         ("flask_sqs_jobs.contrib.sqlalchemy", "flask_sqs_jobs._extension"),
         ("flask_sqs_jobs.dashboard._blueprint", "flask_sqs_jobs._extension"),
         ("flask_sqs_jobs.dashboard._serve", "flask_sqs_jobs._extension"),
         ("flask_sqs_jobs.dashboard._store_views", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.dashboard._views_queues", "flask_sqs_jobs._config"),
-        ("flask_sqs_jobs.periodic._claims", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.periodic._dynamodb_claims", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.periodic._eventbridge", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.periodic._schedule", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.periodic._scheduler", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.store.outbox._service", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.store.outbox._service", "flask_sqs_jobs._worker_services"),
-        ("flask_sqs_jobs.store.records._presence", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.store.records._recording", "flask_sqs_jobs._config"),
     }
 )
 

@@ -6,7 +6,8 @@ from ._admin import create_queues
 from ._admin import run_local_server
 from ._common import check_queue_names
 from ._common import ConfigurationError
-from ._common import current_app_and_jobs
+from ._common import current_app_and_parts
+from ._common import current_parts
 from ._common import dead_letter_queue_of
 from ._common import logs_off_stdout
 from ._common import option
@@ -25,7 +26,8 @@ __all__ = [
     "ConfigurationError",
     "check_queue_names",
     "create_queues",
-    "current_app_and_jobs",
+    "current_app_and_parts",
+    "current_parts",
     "dead_letter_queue_of",
     "dlq_command",
     "job_command",

@@ -10,7 +10,7 @@ import typing as t
 import boto3
 import click
 
-from .._config import Config
+from ..config import Config
 from ..engine.sqs import error_code
 from ..engine.sqs import QUEUE_DOES_NOT_EXIST_CODES
 from ..engine.sqs import SqsQueue

@@ -17,13 +17,15 @@ from botocore.exceptions import NoCredentialsError
 from flask import current_app
 from flask import Flask
 
-from .._config import AWSSetupError
+from ..config import AppParts
+from ..config import AWSSetupError
+from ..config import parts_of
 from ..engine.model import escape
 from ..engine.model import QueueNotFoundError
 from ..engine.ops import dead_letter_queue
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..config import AppParts
     from ..engine.sqs import SqsQueue
 
 
@@ -65,13 +67,19 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
-def current_app_and_jobs() -> tuple[Flask, SQSJobs]:
+def current_app_and_parts() -> tuple[Flask, AppParts]:
+    """The current app and its :class:`AppParts`."""
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
-    return app, app.extensions["sqs_jobs"]
+    return app, parts_of(app)
 
 
-def check_queue_names(jobs: SQSJobs, app: Flask, names: t.Iterable[str]) -> None:
-    configured = jobs.config(app).queues
+def current_parts() -> AppParts:
+    """The current app's :class:`AppParts`."""
+    return parts_of()
+
+
+def check_queue_names(parts: AppParts, names: t.Iterable[str]) -> None:
+    configured = parts.config.queues
     for name in names:
         if name not in configured:
             raise ConfigurationError(
@@ -87,7 +95,7 @@ class SqsError(click.ClickException):
 
 
 @contextlib.contextmanager
-def sqs_errors(jobs: SQSJobs, app: Flask) -> cabc.Iterator[None]:
+def sqs_errors(parts: AppParts) -> cabc.Iterator[None]:
     """Turn AWS errors into one readable line: set-up problems exit 2, SQS ones 1."""
     try:
         yield
@@ -99,14 +107,14 @@ def sqs_errors(jobs: SQSJobs, app: Flask) -> cabc.Iterator[None]:
             " (environment, ~/.aws, an instance or task role)"
         ) from None
     except (BotoCoreError, ClientError) as exc:
-        endpoint = jobs.config(app).endpoint_url or "AWS"
+        endpoint = parts.config.endpoint_url or "AWS"
         raise SqsError(f"SQS call failed ({endpoint}): {exc}") from None
 
 
-def queue_named(jobs: SQSJobs, app: Flask, name: str) -> SqsQueue:
+def queue_named(parts: AppParts, name: str) -> SqsQueue:
     """The configured queue ``name``, its URL resolved; exits 2 if SQS lacks it."""
-    check_queue_names(jobs, app, [name])
-    queue = jobs.queues(app).queue(name)
+    check_queue_names(parts, [name])
+    queue = parts.queue_group().queue(name)
     try:
         queue.url  # noqa: B018 - resolves the name with GetQueueUrl
     except QueueNotFoundError as exc:

@@ -6,14 +6,13 @@ import json
 import typing as t
 
 import click
-from flask import Flask
 from flask.cli import with_appcontext
 
 from ..engine.ops import describe_dead_letter
 from ..engine.ops import peek
 from ..engine.ops import redrive
 from ._common import ConfigurationError
-from ._common import current_app_and_jobs
+from ._common import current_parts
 from ._common import dead_letter_queue_of
 from ._common import option
 from ._common import printable
@@ -21,7 +20,7 @@ from ._common import queue_named
 from ._common import sqs_errors
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..config import AppParts
     from ..engine.sqs import SqsQueue
 
 
@@ -30,10 +29,8 @@ def dlq_command() -> None:
     """Inspect and redrive dead letters."""
 
 
-def _queue_and_dead_letters(
-    jobs: SQSJobs, app: Flask, name: str
-) -> tuple[SqsQueue, SqsQueue]:
-    queue = queue_named(jobs, app, name)
+def _queue_and_dead_letters(parts: AppParts, name: str) -> tuple[SqsQueue, SqsQueue]:
+    queue = queue_named(parts, name)
     dlq = dead_letter_queue_of(name, queue)
     if dlq is None:
         raise ConfigurationError(
@@ -50,9 +47,9 @@ def _queue_and_dead_letters(
 @with_appcontext
 def dlq_list_command(queue: str, limit: int, as_json: bool) -> None:
     """Show the dead letters of QUEUE (a logical name) without consuming them."""
-    app, jobs = current_app_and_jobs()
-    with sqs_errors(jobs, app):
-        _, dlq = _queue_and_dead_letters(jobs, app, queue)
+    parts = current_parts()
+    with sqs_errors(parts):
+        _, dlq = _queue_and_dead_letters(parts, queue)
         messages = peek(dlq, limit)
     letters = [describe_dead_letter(m) for m in messages]
     if as_json:
@@ -110,9 +107,9 @@ def _dead_letter_lines(letter: dict[str, t.Any]) -> list[str]:
 @with_appcontext
 def dlq_redrive_command(queue: str, job_type: str | None, limit: int | None) -> None:
     """Move dead letters of QUEUE (a logical name) back to it, to run again."""
-    app, jobs = current_app_and_jobs()
-    with sqs_errors(jobs, app):
-        target, dlq = _queue_and_dead_letters(jobs, app, queue)
+    parts = current_parts()
+    with sqs_errors(parts):
+        target, dlq = _queue_and_dead_letters(parts, queue)
         result = redrive(dlq, target, job_type=job_type, limit=limit)
     click.echo(
         f"moved {result.moved} dead letter(s) back to {queue!r}; {result.left} left"

@@ -9,18 +9,17 @@ import types
 import typing as t
 
 import click
-from flask import Flask
 from flask.cli import with_appcontext
 
 from ._common import ConfigurationError
-from ._common import current_app_and_jobs
+from ._common import current_parts
 from ._common import logs_off_stdout
 from ._common import option
 from ._common import printable
 from ._common import table
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..config import AppParts
     from ..store.outbox import OutboxRelay
     from ..store.sql import SQLAlchemyStore
 
@@ -40,8 +39,7 @@ def relay_command(once: bool) -> None:
     worker does. With ``--once`` it sends until the outbox is empty (rows
     backing off after a failed send stay) and exits 0.
     """
-    app, jobs = current_app_and_jobs()
-    relay = make_relay(app, jobs)
+    relay = make_relay(current_parts())
     if once:
         with logs_off_stdout():
             sent = relay.drain()
@@ -58,8 +56,7 @@ def status_command(as_json: bool) -> None:
     """Show the jobs waiting in the outbox, and the oldest one's age, per queue."""
     from ..store.outbox import outbox_status
 
-    app, jobs = current_app_and_jobs()
-    with _store(app, jobs).engine.connect() as connection:
+    with _store(current_parts()).engine.connect() as connection:
         queues = outbox_status(connection)
     report = {
         "pending": sum(q.pending for q in queues),
@@ -97,17 +94,15 @@ def status_command(as_json: bool) -> None:
         click.echo(table(rows))
 
 
-def make_relay(app: Flask, jobs: SQSJobs) -> OutboxRelay:
+def make_relay(parts: AppParts) -> OutboxRelay:
     from ..store.outbox import OutboxRelay
 
-    return OutboxRelay(_store(app, jobs).engine, jobs.queues(app))
+    return OutboxRelay(_store(parts).engine, parts.queue_group())
 
 
-def _store(app: Flask, jobs: SQSJobs) -> SQLAlchemyStore:
-    from .._outbox_enqueue import outbox_store
-
+def _store(parts: AppParts) -> SQLAlchemyStore:
     try:
-        return outbox_store(jobs, app)
+        return parts.outbox_store()
     except RuntimeError as exc:
         raise ConfigurationError(str(exc)) from None
 

@@ -10,9 +10,10 @@ import click
 from flask.cli import with_appcontext
 
 from ..store.model import WorkerRecord
+from ..store.records import get_job
 from ..store.records import STALE_AFTER_SECONDS
 from ._common import ConfigurationError
-from ._common import current_app_and_jobs
+from ._common import current_parts
 from ._common import option
 from ._common import printable
 from ._common import table
@@ -22,13 +23,13 @@ if t.TYPE_CHECKING:
 
 
 def _store() -> JobStore:
-    app, jobs = current_app_and_jobs()
-    if not jobs.has_store(app):
+    parts = current_parts()
+    if parts.store is None:
         raise ConfigurationError(
             "job records and workers live in the job store: set SQS_JOBS_STORE_URL"
             " (e.g. 'sqlite:///instance/jobs.db') or pass SQSJobs(store=...)"
         )
-    return jobs.store(app)
+    return parts.require_store()
 
 
 def _dumps(value: object) -> str:
@@ -42,9 +43,8 @@ def _dumps(value: object) -> str:
 @with_appcontext
 def job_command(job_id: str, as_json: bool) -> None:
     """Show the record of one job: status, attempts, times, result, error."""
-    app, jobs = current_app_and_jobs()
-    _store()
-    record = jobs.get_job(job_id, app=app)
+    store = _store()
+    record = get_job(store, current_parts().hooks, job_id)
     if record is None:
         raise click.ClickException(
             f"no record of job {printable(job_id)}: never recorded, or pruned"

@@ -15,7 +15,7 @@ from botocore.exceptions import NoCredentialsError
 from flask.cli import with_appcontext
 
 from ._common import ConfigurationError
-from ._common import current_app_and_jobs
+from ._common import current_parts
 from ._common import option
 from ._common import SqsError
 from ._common import table
@@ -32,8 +32,8 @@ def schedules_command(ctx: click.Context, as_json: bool) -> None:
     """List the periodic jobs: where each runs, its cron and zone, its next times."""
     if ctx.invoked_subcommand is not None:
         return
-    app, jobs = current_app_and_jobs()
-    runs = jobs.config(app).scheduler
+    parts = current_parts()
+    runs = parts.config.scheduler
     now = dt.datetime.now(dt.UTC)
     report: list[dict[str, t.Any]] = [
         {
@@ -49,7 +49,7 @@ def schedules_command(ctx: click.Context, as_json: bool) -> None:
                 for moment in schedule.next_times(NEXT_TIMES, now)
             ],
         }
-        for schedule in jobs.schedules.values()
+        for schedule in parts.schedules.values()
     ]
     if as_json:
         click.echo(json.dumps({"schedules": report}, indent=2))
@@ -82,12 +82,19 @@ def sync_command(prune: bool, dry_run: bool) -> None:
     from ..periodic import plan
     from ..periodic import scheduler_client
 
-    app, jobs = current_app_and_jobs()
-    group = jobs.config(app).schedule_group
+    parts = current_parts()
+    group = parts.config.schedule_group
     with _aws_errors():
         client = scheduler_client()
         try:
-            changes = plan(app, jobs, client, prune)
+            changes = plan(
+                parts.schedules,
+                parts.queue_group(),
+                client,
+                group=group,
+                role_arn=parts.config.scheduler_role_arn,
+                prune=prune,
+            )
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         if not dry_run:
@@ -98,7 +105,7 @@ def sync_command(prune: bool, dry_run: bool) -> None:
         click.echo(change.line(dry_run))
     if all(change.action == "unchanged" for change in changes):
         click.echo(f"nothing to change: schedule group {group!r} is up to date")
-    if jobs.config(app).scheduler != "eventbridge":
+    if parts.config.scheduler != "eventbridge":
         click.echo(
             'note: SQS_JOBS_SCHEDULER is not "eventbridge", so workers run these'
             " periodic jobs too; set it to turn the embedded scheduler off"

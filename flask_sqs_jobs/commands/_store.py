@@ -6,7 +6,7 @@ import click
 from flask.cli import with_appcontext
 
 from ._common import ConfigurationError
-from ._common import current_app_and_jobs
+from ._common import current_parts
 
 
 @click.group("store")
@@ -21,13 +21,13 @@ def store_init_command() -> None:
 
     Idempotent: what exists is left unchanged and reported as such.
     """
-    app, jobs = current_app_and_jobs()
-    if not jobs.has_store(app):
+    parts = current_parts()
+    if parts.store is None:
         raise ConfigurationError(
             "no job store is configured: set SQS_JOBS_STORE_URL (e.g."
             " 'sqlite:///instance/jobs.db') or pass SQSJobs(store=...)"
         )
-    store = jobs.store(app)
+    store = parts.require_store()
     click.echo(f"store: {store.describe()}")
     for line in store.create_tables():
         click.echo(line)

@@ -13,21 +13,21 @@ from botocore.exceptions import NoCredentialsError
 from flask import Flask
 from flask.cli import with_appcontext
 
-from .._idempotent_handlers import missing_store_error
-from .._worker_services import running
-from .._worker_services import worker_services
+from ..config import missing_store_error
 from ..engine.model import QueueNotFoundError
 from ..engine.ops import HealthServer
 from ..engine.worker import run_until_signalled
+from ..engine.worker import running
 from ..store.outbox import bind_outbox_metrics
 from ._common import check_queue_names
 from ._common import ConfigurationError
-from ._common import current_app_and_jobs
+from ._common import current_app_and_parts
 from ._common import FiniteFloatRange
 from ._common import sqs_errors
+from ._services import worker_services
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..config import AppParts
     from ..engine.ops import PrometheusMetrics
 
 
@@ -131,23 +131,33 @@ def worker_command(
     With ``--processes N`` above 1 a supervisor runs N such workers, each in
     its own process, forwards the signals to them and restarts any that dies.
     """
-    app, jobs = current_app_and_jobs()
-    if not jobs.handlers:
+    app, parts = current_app_and_parts()
+    if not parts.handlers:
         raise ConfigurationError(
             "no job handlers are registered: decorate functions with"
             " @jobs.handler('job_type') in a module the app imports"
         )
-    if jobs.config(app).eager:
+    if parts.config.eager:
         raise ConfigurationError(
             "SQS_JOBS_EAGER is on, so jobs run inline at enqueue and nothing reaches"
             " SQS; turn it off for the worker"
         )
-    check_queue_names(jobs, app, queue_names)
-    if jobs.schedules:
+    check_queue_names(parts, queue_names)
+    if parts.schedules:
         from ..periodic import check_scheduling
+        from ..periodic import SchedulingError
 
-        check_scheduling(app, jobs)
-    if not jobs.has_store(app) and (error := missing_store_error(jobs.handlers)):
+        try:
+            check_scheduling(
+                parts.schedules,
+                embedded=parts.config.scheduler == "embedded",
+                definitions=parts.config.definitions,
+                store=parts.store,
+                handlers=parts.handlers,
+            )
+        except SchedulingError as exc:
+            raise ConfigurationError(str(exc)) from None
+    if parts.store is None and (error := missing_store_error(parts.handlers)):
         raise ConfigurationError(error)
     options = WorkerOptions(
         queue_names=queue_names,
@@ -158,15 +168,15 @@ def worker_command(
         outbox_relay=not no_outbox_relay,
     )
     if processes == 1:
-        raise SystemExit(run_one_worker(app, jobs, options, health_host, health_port))
+        raise SystemExit(run_one_worker(app, parts, options, health_host, health_port))
     from ._supervisor import Supervisor
 
     supervisor = Supervisor(
         processes,
-        functools.partial(run_one_worker, app, jobs, options),
+        functools.partial(run_one_worker, app, parts, options),
         health_host=health_host,
         health_port=health_port,
-        forget_clients=functools.partial(jobs._forget_clients, app),
+        forget_clients=parts.forget_clients,
     )
     raise SystemExit(supervisor.run())
 
@@ -186,7 +196,7 @@ class WorkerOptions:
 
 def run_one_worker(
     app: Flask,
-    jobs: SQSJobs,
+    parts: AppParts,
     options: WorkerOptions,
     health_host: str,
     health_port: int | None,
@@ -202,21 +212,20 @@ def run_one_worker(
     """
     queue_names = options.queue_names
     metrics = _metrics() if health_port is not None else None
-    with sqs_errors(jobs, app):
-        worker = jobs.create_worker(
-            app,
+    with sqs_errors(parts):
+        worker = parts.create_worker(
             queues=queue_names or None,
             concurrency=options.concurrency,
             idle_wait_seconds=options.idle_wait,
             shutdown_timeout=options.shutdown_timeout,
             hooks=[metrics] if metrics is not None else (),
         )
-        _check_queues_exist(jobs, app, queue_names or jobs.config(app).queues)
+        _check_queues_exist(parts, queue_names or parts.config.queues)
     health = None
     if health_port is not None:
         if metrics is not None:
             metrics.bind(worker)
-            bind_outbox_metrics(metrics, app, jobs)
+            bind_outbox_metrics(metrics, parts.store)
         health = HealthServer(
             worker,
             host=health_host,
@@ -228,7 +237,7 @@ def run_one_worker(
         if on_health_started is not None:
             on_health_started(health.port)
     try:
-        with running(worker_services(app, jobs, worker, options)):
+        with running(worker_services(app, parts, worker, options)):
             return run_until_signalled(worker)
     finally:
         if health is not None:
@@ -244,13 +253,13 @@ def _metrics() -> PrometheusMetrics | None:
     return PrometheusMetrics()
 
 
-def _check_queues_exist(jobs: SQSJobs, app: Flask, names: t.Iterable[str]) -> None:
+def _check_queues_exist(parts: AppParts, names: t.Iterable[str]) -> None:
     """Fail fast on a queue name SQS does not know; leave other errors to the worker.
 
     An unreachable endpoint is retried by the worker with backoff (and
     reported), so a worker started before its network is ready still comes up.
     """
-    group = jobs.queues(app)
+    group = parts.queue_group()
     for name in names:
         try:
             group.queue(name).url  # noqa: B018 - resolves the name with GetQueueUrl

@@ -19,7 +19,7 @@ from flask.cli import with_appcontext
 from werkzeug.serving import make_server
 
 from ..commands import ConfigurationError
-from ..commands import current_app_and_jobs
+from ..commands import current_app_and_parts
 from ..commands import option
 from ._blueprint import make_dashboard
 
@@ -73,7 +73,8 @@ def dashboard_command(port: int, host: str) -> None:
             " ::1). To reach it from elsewhere, register jobs.dashboard(authorize=...)"
             " in your app behind its login, or tunnel (ssh -L 8000:127.0.0.1:8000)"
         )
-    app, jobs = current_app_and_jobs()
+    app, _ = current_app_and_parts()
+    jobs: SQSJobs = app.extensions["sqs_jobs"]
     server = make_server(host, port, standalone_app(jobs, app), threaded=True)
     shown_host = f"[{host}]" if ":" in host else host
     click.echo(f"dashboard on http://{shown_host}:{server.port}/ (Ctrl+C stops it)")

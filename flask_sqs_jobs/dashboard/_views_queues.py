@@ -13,7 +13,7 @@ from flask import abort
 from flask import Blueprint
 from flask import request
 
-from .._config import AWSSetupError
+from ..config import AWSSetupError
 from ..engine.model import QueueNotFoundError
 from ..engine.ops import counts
 from ..engine.ops import dead_letter_queue

@@ -108,7 +108,7 @@ def _last_fired_reader(dashboard: Dashboard) -> t.Callable[[t.Any], t.Any]:
     from ..periodic import claims_for
 
     try:
-        claims = claims_for(app, jobs)
+        claims = claims_for(app, jobs.schedules, jobs.queues(app), jobs.store(app))
     except Exception:
         log.warning("dashboard_last_fired_unavailable", exc_info=True)
         return lambda schedule: None

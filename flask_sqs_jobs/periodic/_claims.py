@@ -24,7 +24,7 @@ from ._schedule import Schedule
 from ._schedule import tick_text
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..engine import QueueGroup
     from ..store.sql import SQLAlchemyStore
 
 log = structlog.get_logger(__name__)
@@ -48,12 +48,16 @@ class TickClaims(t.Protocol):
 
 
 def send(
-    jobs: SQSJobs, app: Flask, schedule: Schedule, tick: dt.datetime, **options: t.Any
+    queues: QueueGroup,
+    app: Flask,
+    schedule: Schedule,
+    tick: dt.datetime,
+    **options: t.Any,
 ) -> str:
-    """Enqueue ``tick``'s job directly to SQS; return its job id."""
+    """Enqueue ``tick``'s job directly to SQS (in an app context); return its job id."""
     enqueue = schedule.enqueue_options(tick)
     with app.app_context():
-        jobs.enqueue(
+        queues.enqueue(
             schedule.queue,
             schedule.job_type,
             schedule.job_payload(),
@@ -66,13 +70,13 @@ def send(
 class FifoClaims:
     """No store: every worker sends; the FIFO deduplication id keeps one."""
 
-    def __init__(self, jobs: SQSJobs, app: Flask) -> None:
-        self.jobs = jobs
+    def __init__(self, queues: QueueGroup, app: Flask) -> None:
+        self.queues = queues
         self.app = app
 
     def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
         return send(
-            self.jobs,
+            self.queues,
             self.app,
             schedule,
             tick,
@@ -99,12 +103,12 @@ def dedup_id(schedule: Schedule, tick: dt.datetime) -> str:
 class SqlClaims:
     """The tick's row and the job's outbox row, committed together."""
 
-    def __init__(self, jobs: SQSJobs, app: Flask, store: SQLAlchemyStore) -> None:
+    def __init__(self, queues: QueueGroup, app: Flask, store: SQLAlchemyStore) -> None:
         # The transactional outbox (flask_sqs_jobs.store.outbox._write).
         from ..store.outbox import add_to_outbox
 
         self.add_to_outbox = add_to_outbox
-        self.jobs = jobs
+        self.queues = queues
         self.app = app
         self.store = store
 
@@ -128,7 +132,7 @@ class SqlClaims:
                     )
                     self.add_to_outbox(
                         session,
-                        self.jobs.queues(self.app),
+                        self.queues,
                         schedule.queue,
                         schedule.job_type,
                         schedule.job_payload(),

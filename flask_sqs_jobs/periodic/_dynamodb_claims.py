@@ -9,6 +9,7 @@ worker with a conditional update and sent again, with the same job id.
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import datetime as dt
 import time
 import typing as t
@@ -23,7 +24,7 @@ from ._schedule import Schedule
 from ._schedule import tick_text
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..engine import QueueGroup
     from ..store.dynamodb import DynamoDBStore
 
 log = structlog.get_logger(__name__)
@@ -35,9 +36,16 @@ STALE_AFTER_SECONDS = 60.0
 class DynamoClaims:
     """A conditional put of the tick as ``pending``, the send, then ``sent``."""
 
-    def __init__(self, jobs: SQSJobs, app: Flask, store: DynamoDBStore) -> None:
-        self.jobs = jobs
+    def __init__(
+        self,
+        queues: QueueGroup,
+        app: Flask,
+        store: DynamoDBStore,
+        schedules: cabc.Mapping[str, Schedule],
+    ) -> None:
+        self.queues = queues
         self.app = app
+        self.schedules = schedules
         self.store = store
         #: (schedule name, tick) -> when to look at its claim again.
         self._watched: dict[tuple[str, dt.datetime], float] = {}
@@ -70,7 +78,7 @@ class DynamoClaims:
 
     def _send_claimed(self, schedule: Schedule, tick: dt.datetime) -> None:
         claims.after_claim()
-        send(self.jobs, self.app, schedule, tick)
+        send(self.queues, self.app, schedule, tick)
         self.store.client.update_item(
             TableName=self.store.table_name,
             Key=_key(schedule, tick),
@@ -101,7 +109,7 @@ class DynamoClaims:
 
     def recover(self, now: float) -> float | None:
         for (name, tick), due in sorted(self._watched.items()):
-            schedule = self.jobs.schedules.get(name)
+            schedule = self.schedules.get(name)
             if due > now or schedule is None:
                 continue
             self._watched.pop((name, tick))

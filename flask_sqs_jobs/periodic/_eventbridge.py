@@ -8,19 +8,19 @@ never from ``SQS_JOBS_ENDPOINT_URL``.
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import dataclasses
 import json
 import typing as t
 
 import boto3
 from botocore.exceptions import ClientError
-from flask import Flask
 
 from ._schedule import Schedule
 from ._schedule import SCHEDULED_FOR
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..engine import QueueGroup
 
 #: What EventBridge Scheduler puts in a templated target's input at each run:
 #: an id per run (kept across its retries) and the run's scheduled time.
@@ -97,29 +97,37 @@ def desired(
     }
 
 
-def plan(app: Flask, jobs: SQSJobs, client: t.Any, prune: bool) -> list[Change]:
+def plan(
+    schedules: cabc.Mapping[str, Schedule],
+    queues: QueueGroup,
+    client: t.Any,
+    *,
+    group: str,
+    role_arn: str | None,
+    prune: bool,
+) -> list[Change]:
     """What a sync changes: a create, update or nothing per schedule, and deletes.
 
+    :param queues: the app's queue group (each schedule's target queue).
+    :param client: the EventBridge Scheduler client.
+    :param group: the schedule group (``SQS_JOBS_SCHEDULE_GROUP``).
+    :param role_arn: ``SQS_JOBS_SCHEDULER_ROLE_ARN``.
     :raises ValueError: the role ARN is missing or a schedule cannot be expressed.
     """
-    config = jobs.config(app)
-    if config.scheduler_role_arn is None:
+    if role_arn is None:
         raise ValueError(
             "SQS_JOBS_SCHEDULER_ROLE_ARN is not set: EventBridge Scheduler needs a"
             " role it may assume that allows sqs:SendMessage on the queues"
         )
-    group = config.schedule_group
     existing = _existing(client, group)
     changes: list[Change] = []
-    for schedule in jobs.schedules.values():
-        queue = jobs.queues(app).queue(schedule.queue)
-        arn = jobs.client(app).get_queue_attributes(
+    for schedule in schedules.values():
+        queue = queues.queue(schedule.queue)
+        arn = queue.client.get_queue_attributes(
             QueueUrl=queue.url, AttributeNames=["QueueArn"]
         )["Attributes"]["QueueArn"]
         try:
-            want = desired(
-                schedule, group, config.scheduler_role_arn, arn, queue.is_fifo
-            )
+            want = desired(schedule, group, role_arn, arn, queue.is_fifo)
         except ValueError as exc:
             raise ValueError(f"schedule {schedule.name!r}: {exc}") from None
         if schedule.name not in existing:
@@ -129,7 +137,7 @@ def plan(app: Flask, jobs: SQSJobs, client: t.Any, prune: bool) -> list[Change]:
         same = _managed(have) == _managed(want)
         changes.append(Change("unchanged" if same else "update", schedule.name, want))
     if prune:
-        for name in sorted(existing - set(jobs.schedules)):
+        for name in sorted(existing - set(schedules)):
             changes.append(Change("delete", name, {"GroupName": group, "Name": name}))
     return changes
 

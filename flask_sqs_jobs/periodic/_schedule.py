@@ -26,8 +26,22 @@ from ..engine.sqs import format_utc
 from ..engine.sqs import string_attribute
 from ._cron import CronExpression
 
-if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+
+class Enqueuer(t.Protocol):
+    """What a schedule needs of the extension: its ``enqueue`` (``SQSJobs``)."""
+
+    def enqueue(
+        self,
+        queue: str,
+        job_type: str,
+        payload: JSONObject | None = None,
+        *,
+        job_id: str | None = None,
+        message_attributes: dict[str, dict[str, t.Any]] | None = None,
+    ) -> str:
+        """Enqueue a job through the app's normal path; return its MessageId."""
+        ...
+
 
 #: A schedule's name: what EventBridge Scheduler, job ids and FIFO group ids
 #: all accept.
@@ -56,7 +70,7 @@ class Schedule:
     #: Run the latest tick missed while no worker ran (needs a store).
     catch_up: bool
     expression: CronExpression = dataclasses.field(repr=False)
-    jobs: SQSJobs = dataclasses.field(repr=False)
+    jobs: Enqueuer = dataclasses.field(repr=False)
 
     def next_times(
         self, count: int = 3, after: dt.datetime | None = None
@@ -106,7 +120,8 @@ def tick_text(tick: dt.datetime) -> str:
 
 
 def declare(
-    jobs: SQSJobs,
+    schedules: dict[str, Schedule],
+    jobs: Enqueuer,
     name: str,
     *,
     cron: str,
@@ -116,7 +131,7 @@ def declare(
     payload: JSONObject | None,
     catch_up: bool,
 ) -> Schedule:
-    """Check a schedule and add it to ``jobs.schedules``.
+    """Check a schedule and add it to ``schedules``.
 
     :raises ValueError: a bad name, cron expression, zone or payload, or a
         name already declared; the message names the schedule.
@@ -126,7 +141,7 @@ def declare(
             "a schedule's name must be 1-64 characters of A-Za-z0-9_.- (it names the"
             f" EventBridge schedule and the tick's job id); got {name!r}"
         )
-    if name in jobs.schedules:
+    if name in schedules:
         raise ValueError(
             f"schedule {name!r} is already declared; each schedule has one name"
         )
@@ -148,7 +163,7 @@ def declare(
         expression=expression,
         jobs=jobs,
     )
-    jobs.schedules[name] = schedule
+    schedules[name] = schedule
     return schedule
 
 

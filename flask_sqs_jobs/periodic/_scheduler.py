@@ -18,14 +18,15 @@ import typing as t
 import structlog
 from flask import Flask
 
-from ..commands import ConfigurationError
 from ._claims import TickClaims
 from ._schedule import Schedule
 from ._schedule import tick_text
 
 if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
+    from ..engine import QueueGroup
     from ..engine.model import Hooks
+    from ..engine.sqs import QueueDefinition
+    from ..store.model import JobStore
 
 log = structlog.get_logger(__name__)
 
@@ -147,75 +148,94 @@ class Scheduler:
                 timeout = MAX_SLEEP_SECONDS / 10
 
 
+class SchedulingError(ValueError):
+    """Periodic jobs cannot run as configured (``flask sqs-worker`` exits 2)."""
+
+
 def scheduler_service(
-    app: Flask, jobs: SQSJobs, hooks: Hooks | None
+    app: Flask,
+    schedules: cabc.Mapping[str, Schedule],
+    queues: QueueGroup,
+    store: JobStore | None,
+    hooks: Hooks | None,
 ) -> Scheduler | None:
-    """The embedded scheduler of one worker process, or None when it has no work.
+    """The embedded scheduler of one worker process, or None when it has none.
 
-    :raises ConfigurationError: see :func:`check_scheduling`.
+    Call :func:`check_scheduling` first (at start-up).
     """
-    if not check_scheduling(app, jobs):
+    if not schedules:
         return None
-    return Scheduler(jobs.schedules.values(), claims_for(app, jobs), hooks=hooks)
+    return Scheduler(
+        schedules.values(), claims_for(app, schedules, queues, store), hooks=hooks
+    )
 
 
-def check_scheduling(app: Flask, jobs: SQSJobs) -> bool:
-    """Whether workers run a scheduler; exit 2 (at start-up) when they cannot.
+def check_scheduling(
+    schedules: cabc.Mapping[str, Schedule],
+    *,
+    embedded: bool,
+    definitions: cabc.Mapping[str, QueueDefinition],
+    store: JobStore | None,
+    handlers: cabc.Container[str],
+) -> bool:
+    """Whether workers run a scheduler; raise when they cannot.
 
     Reads only the configuration, so ``flask sqs-worker`` checks it once
     before starting any process.
 
-    :raises ConfigurationError: a schedule's queue is unknown, or its ticks
+    :param embedded: ``SQS_JOBS_SCHEDULER`` is ``"embedded"``.
+    :param handlers: the job types the app handles (an unhandled one is logged).
+    :raises SchedulingError: a schedule's queue is unknown, or its ticks
         cannot be claimed exactly once (no store and a standard queue).
     """
-    config = jobs.config(app)
-    if not jobs.schedules or config.scheduler != "embedded":
+    if not schedules or not embedded:
         return False
-    store = jobs.has_store(app)
-    for schedule in jobs.schedules.values():
-        definition = config.definitions.get(schedule.queue)
+    for schedule in schedules.values():
+        definition = definitions.get(schedule.queue)
         if definition is None:
-            raise ConfigurationError(
+            raise SchedulingError(
                 f"schedule {schedule.name!r} targets queue {schedule.queue!r}, which"
                 " is not in SQS_JOBS_QUEUES"
             )
-        if not store and not definition.physical_name.endswith(".fifo"):
-            raise ConfigurationError(
+        if store is None and not definition.physical_name.endswith(".fifo"):
+            raise SchedulingError(
                 f"schedule {schedule.name!r} cannot be enqueued exactly once: its"
                 f" queue {schedule.queue!r} is not FIFO and no job store is"
                 " configured; configure SQS_JOBS_STORE_URL, use a FIFO queue, or"
                 ' set SQS_JOBS_SCHEDULER = "eventbridge"'
             )
-        if schedule.job_type not in jobs.handlers:
+        if schedule.job_type not in handlers:
             log.warning(
                 "schedule_job_type_unhandled",
                 schedule=schedule.name,
                 job_type=schedule.job_type,
             )
-    sql_store = store and jobs.store(app).kind != "dynamodb"
-    if (
-        sql_store
-        and importlib.util.find_spec("flask_sqs_jobs.store.outbox._write") is None
-    ):
-        raise ConfigurationError(
+    outbox = "flask_sqs_jobs.store.outbox._write"
+    sql_store = store is not None and store.kind != "dynamodb"
+    if sql_store and importlib.util.find_spec(outbox) is None:
+        raise SchedulingError(
             "periodic jobs on a SQL store need the transactional outbox"
-            " (flask_sqs_jobs.store.outbox._write), which this installation lacks"
+            f" ({outbox}), which this installation lacks"
         )
     return True
 
 
-def claims_for(app: Flask, jobs: SQSJobs) -> TickClaims:
+def claims_for(
+    app: Flask,
+    schedules: cabc.Mapping[str, Schedule],
+    queues: QueueGroup,
+    store: JobStore | None,
+) -> TickClaims:
     """How this app's ticks are claimed: its store, or FIFO deduplication."""
     from ._claims import FifoClaims
     from ._claims import SqlClaims
     from ._dynamodb_claims import DynamoClaims
 
-    if not jobs.has_store(app):
-        for schedule in jobs.schedules.values():
+    if store is None:
+        for schedule in schedules.values():
             if schedule.catch_up:
                 log.warning("schedule_catch_up_needs_store", schedule=schedule.name)
-        return FifoClaims(jobs, app)
-    store = jobs.store(app)
+        return FifoClaims(queues, app)
     if store.kind == "dynamodb":
-        return DynamoClaims(jobs, app, t.cast(t.Any, store))
-    return SqlClaims(jobs, app, t.cast(t.Any, store))
+        return DynamoClaims(queues, app, t.cast(t.Any, store), schedules)
+    return SqlClaims(queues, app, t.cast(t.Any, store))

@@ -244,7 +244,7 @@ def test_schedules_show_the_last_fire_the_store_knows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("cronsim")
-    from flask_sqs_jobs.periodic import _scheduler
+    from flask_sqs_jobs import periodic
 
     fired = dt.datetime(2026, 12, 1, 2, 0, tzinfo=dt.UTC)
 
@@ -252,7 +252,9 @@ def test_schedules_show_the_last_fire_the_store_knows(
         def last_fired(self, schedule: t.Any) -> dt.datetime | None:
             return fired if schedule.name == "nightly" else None
 
-    monkeypatch.setattr(_scheduler, "claims_for", lambda app, jobs: Claims())
+    monkeypatch.setattr(
+        periodic, "claims_for", lambda app, schedules, queues, store: Claims()
+    )
     jobs = SQSJobs(boto_client=sqs, store=store)
     jobs.schedule("nightly", cron="0 3 * * *", job_type="report")
     jobs.schedule("hourly", cron="0 * * * *", job_type="report")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typing as t
 
-from flask_sqs_jobs._config import _KEYS
-from flask_sqs_jobs._config import load_config
+from flask_sqs_jobs.config._settings import _KEYS
+from flask_sqs_jobs.config._settings import load_config
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from flask_sqs_jobs._config import load_config
+from flask_sqs_jobs.config._settings import load_config
 
 QUEUES = {"SQS_JOBS_QUEUES": {"default": {"name": "q"}}}
 

@@ -9,6 +9,8 @@ from ._idempotent_run import JobGuard
 from ._runner import run_until_signalled
 from ._runner import run_worker
 from ._running import JobRunner
+from ._services import running
+from ._services import WorkerService
 from ._settling import Settler
 from ._worker import JobWorker
 from ._worker import pause
@@ -21,7 +23,9 @@ __all__ = [
     "JobWorker",
     "Lease",
     "Settler",
+    "WorkerService",
     "pause",
     "run_until_signalled",
     "run_worker",
+    "running",
 ]

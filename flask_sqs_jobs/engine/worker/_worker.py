@@ -190,6 +190,11 @@ class JobWorker:
 
     # -- public API --
 
+    @property
+    def hooks(self) -> Hooks:
+        """The hooks this worker reports to: its group's, then the extra ones."""
+        return self._hooks
+
     def run(self) -> int:
         """Poll and process until stopped; return the exit status.
 

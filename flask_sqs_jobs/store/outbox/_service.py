@@ -8,12 +8,12 @@ import time
 import typing as t
 
 import structlog
-from flask import Flask
 
 if t.TYPE_CHECKING:
-    from ..._extension import SQSJobs
-    from ..._worker_services import WorkerService
+    from ...engine import QueueGroup
     from ...engine.ops import PrometheusMetrics
+    from ...engine.worker import WorkerService
+    from ..model import JobStore
     from ..sql import SQLAlchemyStore
 
 log = structlog.get_logger(__name__)
@@ -23,32 +23,32 @@ _METRICS_CACHE_SECONDS = 1.0
 
 
 def outbox_relay_services(
-    app: Flask, jobs: SQSJobs, options: t.Any
+    store: JobStore | None, group: QueueGroup
 ) -> list[WorkerService]:
-    """The relay, with a SQLAlchemy store unless ``--no-outbox-relay`` is given."""
-    store = _sql_store(app, jobs)
-    if store is None or not getattr(options, "outbox_relay", True):
+    """The outbox relay, with a SQLAlchemy store."""
+    sql_store = _sql_store(store)
+    if sql_store is None:
         return []
     from ._relay import OutboxRelay
 
     # A worker process forked by the supervisor must not share its parent's
     # pooled connections (SQLAlchemy's advice for forks).
-    store.engine.dispose(close=False)
-    return [OutboxRelay(store.engine, jobs.queues(app))]
+    sql_store.engine.dispose(close=False)
+    return [OutboxRelay(sql_store.engine, group)]
 
 
-def bind_outbox_metrics(metrics: PrometheusMetrics, app: Flask, jobs: SQSJobs) -> None:
+def bind_outbox_metrics(metrics: PrometheusMetrics, store: JobStore | None) -> None:
     """Add ``sqs_jobs_outbox_pending`` and ``sqs_jobs_outbox_oldest_age_seconds``.
 
     Read from the store at scrape time (at most once a second); NaN while the
     database cannot be read.
     """
-    store = _sql_store(app, jobs)
-    if store is None:
+    sql_store = _sql_store(store)
+    if sql_store is None:
         return
     import prometheus_client
 
-    reading = _OutboxReading(store)
+    reading = _OutboxReading(sql_store)
     pending = prometheus_client.Gauge(
         "sqs_jobs_outbox_pending",
         "Jobs in the transactional outbox, not sent to SQS yet.",
@@ -94,10 +94,9 @@ class _OutboxReading:
             return self._value
 
 
-def _sql_store(app: Flask, jobs: SQSJobs) -> SQLAlchemyStore | None:
-    if not jobs.has_store(app):
+def _sql_store(store: JobStore | None) -> SQLAlchemyStore | None:
+    if store is None:
         return None
-    store = jobs.store(app)
     if store.kind != "sqlalchemy":
         return None
     return t.cast("SQLAlchemyStore", store)

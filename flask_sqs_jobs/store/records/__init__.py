@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from ._presence import presence_of
 from ._presence import STALE_AFTER_SECONDS
+from ._reading import get_job
 from ._recording import recorder_of
 from ._recording import with_records
 
 __all__ = [
     "STALE_AFTER_SECONDS",
+    "get_job",
     "presence_of",
     "recorder_of",
     "with_records",

@@ -18,16 +18,15 @@ import threading
 import typing as t
 
 import structlog
-from flask import Flask
 
 from ...engine.model import loggable_text
 from ...engine.ops import count_store_error
 from ..model import JobRecords
+from ..model import JobStore
 from ..model import WorkerRecord
 from ..model import WorkerRegistry
 
 if t.TYPE_CHECKING:
-    from ..._extension import SQSJobs
     from ...engine.worker import JobWorker
 
 log = structlog.get_logger(__name__)
@@ -179,24 +178,31 @@ class WorkerPresence:
 
 
 def presence_of(
-    app: Flask, jobs: SQSJobs, worker: JobWorker, options: t.Any
+    store: JobStore | None,
+    worker: JobWorker,
+    *,
+    queue_names: list[str],
+    concurrency: int,
+    record_jobs: bool,
+    retention_seconds: int,
 ) -> list[WorkerPresence]:
-    """A :class:`WorkerPresence` for ``worker``, or none without a store."""
-    if not jobs.has_store(app):
+    """A :class:`WorkerPresence` for ``worker``, or none without a store.
+
+    :param record_jobs: whether job records are kept (and so pruned).
+    """
+    if store is None:
         return []
-    store, config = jobs.store(app), jobs.config(app)
-    retention = config.record_retention_seconds
     return [
         WorkerPresence(
             store.worker_registry(),
-            queues=list(options.queue_names or config.queues),
-            concurrency=options.concurrency,
+            queues=queue_names,
+            concurrency=concurrency,
             busy_slots=lambda: worker.busy_slots,
-            records=store.job_records(retention_seconds=retention)
-            if config.record_jobs
+            records=store.job_records(retention_seconds=retention_seconds)
+            if record_jobs
             else None,
             forget_expired_keys=_key_forgetting(store),
-            retention_seconds=config.record_retention_seconds,
+            retention_seconds=retention_seconds,
         )
     ]
 

@@ -25,7 +25,6 @@ from .. import model as r
 from ._writer import RecordWriter
 
 if t.TYPE_CHECKING:
-    from ..._config import Config
     from ..model import JobStore
 
 log = structlog.get_logger(__name__)
@@ -140,14 +139,24 @@ class RecordingHooks(Hooks):
         )
 
 
-def with_records(hooks: Hooks, config: Config, store: JobStore | None) -> Hooks:
-    """``hooks``, plus :class:`RecordingHooks` when job records are on."""
-    if store is None or not config.record_jobs:
+def with_records(
+    hooks: Hooks,
+    store: JobStore | None,
+    *,
+    enabled: bool,
+    retention_seconds: int,
+    synchronous: bool,
+) -> Hooks:
+    """``hooks``, plus :class:`RecordingHooks` when job records are on.
+
+    :param synchronous: write each record at once, in the caller's thread
+        (eager mode), instead of from the writer's thread.
+    """
+    if store is None or not enabled:
         return hooks
-    retention = config.record_retention_seconds
     writer = RecordWriter(
-        lambda: store.job_records(retention_seconds=retention),
-        synchronous=config.eager,
+        lambda: store.job_records(retention_seconds=retention_seconds),
+        synchronous=synchronous,
     )
     return MultiHooks([hooks, RecordingHooks(writer)])
 

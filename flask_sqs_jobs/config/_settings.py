@@ -13,10 +13,10 @@ import urllib.parse
 from botocore.utils import is_valid_endpoint_url
 from botocore.utils import is_valid_ipv6_endpoint_url
 
-from .engine.model import MAX_WAIT_SECONDS
-from .engine.sqs import check_settings
-from .engine.sqs import parse_queue_definitions
-from .engine.sqs import QueueDefinition
+from ..engine.model import MAX_WAIT_SECONDS
+from ..engine.sqs import check_settings
+from ..engine.sqs import parse_queue_definitions
+from ..engine.sqs import QueueDefinition
 
 PREFIX = "SQS_JOBS_"
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .engine.model import Hooks
-from .engine.model import is_job_id
-from .store.model import JobRecord
-from .store.model import JobStore
-from .store.records import recorder_of
+from ...engine.model import Hooks
+from ...engine.model import is_job_id
+from ..model import JobRecord
+from ..model import JobStore
+from ._recording import recorder_of
 
 #: How long ``get_job`` waits for this process's own queued writes.
 FLUSH_TIMEOUT = 1.0
