@@ -27,6 +27,7 @@ from ._idempotency_store import IdempotencyKeys
 from ._idempotent_run import JobGuard
 from ._isolation import call_hook
 from ._job_session import SessionFactory
+from ._large_payloads import warn_prefix_only
 from ._middleware import compose_poll
 from ._queue_group import QueueGroup
 from ._queue_options import is_finite_number
@@ -254,6 +255,7 @@ class JobWorker:
         if self._cycle_thread is not None:
             self._cycle_thread.start()
         self._receiver.prepare_all()
+        warn_prefix_only(self._receiver.queues)
         call_hook("worker_started", self._hooks.worker_started, list(self._names))
         log.info(
             "worker_started",
