@@ -60,6 +60,13 @@ def test_the_setting_may_be_json() -> None:
         ),
         ({"bucket": BUCKET, "threshold_bytes": 1.5}, TypeError, "threshold_bytes"),
         ({"bucket": "UPPER"}, ValueError, "bucket must be an S3 bucket name"),
+        (
+            {"bucket": BUCKET, "threshold_bytes": 2_000_000},
+            ValueError,
+            r"threshold_bytes must be at most 1,048,576 .*got 2,000,000",
+        ),
+        ({"bucket": BUCKET, "max_bytes": 0}, ValueError, "max_bytes must be >= 1"),
+        ({"bucket": BUCKET, "max_bytes": "1MB"}, TypeError, "max_bytes must be a"),
         ("{not json", ValueError, "not JSON"),
     ],
 )
@@ -157,3 +164,23 @@ def test_dlq_redrive_moves_the_pointer_back_unchanged(
     )["Messages"]
     assert moved["Body"] == pointer
     assert moved["MessageAttributes"]["ExtendedPayloadSize"]["StringValue"] == "3042"
+
+
+def test_max_bytes_and_a_prefix_without_a_slash_reach_the_app(
+    make_app: MakeApp,
+    jobs: SQSJobs,
+    runner: FlaskCliRunner,
+    app_config: dict[str, t.Any],
+) -> None:
+    settings = {"bucket": BUCKET, "prefix": "app", "threshold_bytes": 1000}
+    app = make_app(
+        {**app_config, "SQS_JOBS_LARGE_PAYLOADS": {**settings, "max_bytes": 4000}}
+    )
+    runner.invoke(args=["sqs-jobs", "create-queues"])
+    s3 = boto3.client("s3", region_name="us-east-1")
+    with app.app_context():
+        jobs.enqueue("default", "big", BIG)
+        with pytest.raises(ValueError, match=r"max_bytes \(4,000\)"):
+            jobs.enqueue("default", "big", {"blob": "y" * 5000})
+    [stored] = s3.list_objects_v2(Bucket=BUCKET)["Contents"]
+    assert stored["Key"].startswith("app/")

@@ -38,6 +38,7 @@ if t.TYPE_CHECKING:
 Payload: t.TypeAlias = dict[str, t.Any]
 PEER = pathlib.Path(__file__).parent / "extended_client_peer.py"
 BIG = {"blob": "z" * 300_000}
+POINTER_CLASS = "software.amazon.payloadoffloading.PayloadS3Pointer"
 SMALL = {"n": 1}
 
 
@@ -184,6 +185,101 @@ def test_a_missing_object_without_a_dead_letter_queue_is_deleted(
     s3.delete_object(Bucket=bucket, Key=key)
     run(jobs, {"small": lambda p: None})
     assert message_count(sqs_client, url) == 0
+
+
+class Streams:
+    """Wraps an S3 client: counts the bytes taken from each GetObject body.
+
+    With ``hide_length``, the answers lose their ContentLength, as from a
+    server that does not say (or lies), so only the bounded read protects.
+    """
+
+    def __init__(self, client: t.Any, *, hide_length: bool = False) -> None:
+        self.wrapped, self.hide_length = client, hide_length
+        self.bytes_read = 0
+
+    def __getattr__(self, name: str) -> t.Any:
+        return getattr(self.wrapped, name)
+
+    def get_object(self, **kwargs: t.Any) -> t.Any:
+        response = dict(self.wrapped.get_object(**kwargs))
+        if self.hide_length:
+            response.pop("ContentLength", None)
+        stream, owner = response["Body"], self
+
+        class Counted:
+            def read(self, amt: int | None = None) -> bytes:
+                chunk: bytes = stream.read(amt)
+                owner.bytes_read += len(chunk)
+                return chunk
+
+            def close(self) -> None:
+                stream.close()
+
+        response["Body"] = Counted()
+        return response
+
+
+@pytest.mark.parametrize("hide_length", [False, True], ids=["length", "no-length"])
+def test_an_object_larger_than_announced_is_dead_lettered_after_a_bounded_read(
+    sqs_client: SQSClient,
+    make_queue: MakeQueue,
+    s3: t.Any,
+    bucket: str,
+    hide_length: bool,
+) -> None:
+    dlq = make_queue("liar-dlq")
+    url = make_queue("liar-src", dead_letter_url=dlq, max_receive_count=5)
+    s3.put_object(Bucket=bucket, Key="sqs-jobs/liar", Body=b"x" * (8 * 1024 * 1024))
+    sqs_client.send_message(
+        QueueUrl=url,
+        MessageBody=json.dumps(
+            [POINTER_CLASS, {"s3BucketName": bucket, "s3Key": "sqs-jobs/liar"}]
+        ),
+        MessageAttributes={
+            "ExtendedPayloadSize": {"DataType": "Number", "StringValue": "10"}
+        },
+    )
+    # An honest job after it, read over the same client's connections.
+    group(sqs_client, url, s3, bucket, always=True).enqueue("jobs", "big", BIG)
+    sizes = {o["Key"]: o["Size"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    honest = sum(size for key, size in sizes.items() if key != "sqs-jobs/liar")
+    streams = Streams(s3, hide_length=hide_length)
+    seen: list[Payload] = []
+    run(group(sqs_client, url, streams, bucket), {"big": seen.append}, cycles=2)
+    assert seen == [BIG]
+    assert streams.bytes_read == honest + (11 if hide_length else 0)
+    [letter] = visible_messages(sqs_client, dlq)
+    reason = json.loads(letter["MessageAttributes"]["dead_letter"]["StringValue"])
+    assert reason["error_type"] == "PayloadTooLarge"
+    assert keys(s3, bucket) == ["sqs-jobs/liar"]
+
+
+def test_the_aws_extended_clients_job_is_dead_lettered_not_deleted_by_default(
+    sqs_client: SQSClient,
+    sqs_endpoint: str,
+    make_queue: MakeQueue,
+    s3: t.Any,
+    bucket: str,
+) -> None:
+    dlq = make_queue("from-aws-dlq")
+    url = make_queue("from-aws-prefixed", dead_letter_url=dlq, max_receive_count=5)
+    peer(
+        "send",
+        sqs_endpoint,
+        url,
+        bucket,
+        json.dumps({"job_type": "big", "payload": SMALL}),
+    )
+    [key] = keys(s3, bucket)
+    seen: list[Payload] = []
+    run(group(sqs_client, url, s3, bucket), {"big": seen.append})
+    assert seen == []
+    assert message_count(sqs_client, url) == 0
+    [letter] = visible_messages(sqs_client, dlq)
+    reason = json.loads(letter["MessageAttributes"]["dead_letter"]["StringValue"])
+    assert reason["error_type"] == "PointerRefused"
+    assert keys(s3, bucket) == [key]
 
 
 def peer(

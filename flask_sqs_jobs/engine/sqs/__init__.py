@@ -13,10 +13,15 @@ from ._group_commit import error_code
 from ._large_payloads import LargePayloads
 from ._large_payloads import offloaded_size
 from ._large_payloads import PayloadNotFound
+from ._large_payloads import PayloadTooLarge
+from ._large_payloads import PayloadUnreadable
 from ._large_payloads import Pointer
 from ._large_payloads import POINTER_ATTRIBUTES
+from ._large_payloads import PointerRefused
 from ._large_payloads import S3Client
+from ._large_payloads import warn_prefix_only
 from ._large_payloads_options import check_settings
+from ._large_payloads_reading import fetch_job
 from ._message_attributes import check_message_attributes
 from ._named_queues import NamedQueues
 from ._offloading import after_delete
@@ -52,6 +57,9 @@ __all__ = [
     "MessageAttributes",
     "NamedQueues",
     "POINTER_ATTRIBUTES",
+    "PayloadTooLarge",
+    "PayloadUnreadable",
+    "PointerRefused",
     "PayloadNotFound",
     "Pointer",
     "QUEUE_DOES_NOT_EXIST_CODES",
@@ -69,6 +77,7 @@ __all__ = [
     "dump_json",
     "encode_body",
     "error_code",
+    "fetch_job",
     "format_utc",
     "is_lost_ownership",
     "message_size",
@@ -79,4 +88,5 @@ __all__ = [
     "scheduled_for",
     "send",
     "string_attribute",
+    "warn_prefix_only",
 ]

@@ -13,12 +13,15 @@ clients (``com.amazon.sqs.javamessaging.MessageS3Pointer``,
 ``SQSLargePayloadSize``) are read too.
 
 A pointer is untrusted: it is only followed when it names the configured
-bucket and a key under the configured prefix, so a hostile producer cannot
-make the worker read or delete other objects.
+bucket and a key under the configured prefix (a folder: ``sqs-jobs`` means
+``sqs-jobs/``; ``""`` admits any key of the bucket), so a hostile producer
+cannot make the worker read or delete other objects, and what is read is
+bounded by ``max_bytes`` (see ``_large_payloads_reading``).
 """
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import dataclasses
 import json
 import typing as t
@@ -28,9 +31,13 @@ import structlog
 
 from ..model import loggable_text
 from ..model import NonRetryableError
-from ._group_commit import error_code
 from ._large_payloads_options import check_options
+from ._large_payloads_options import DEFAULT_MAX_BYTES
 from ._large_payloads_options import MAX_KEY_LENGTH
+from ._large_payloads_options import normalize_prefix
+
+if t.TYPE_CHECKING:
+    from ._queue import SqsQueue
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +66,31 @@ class PayloadNotFound(NonRetryableError):
     """
 
 
+class PayloadTooLarge(NonRetryableError):
+    """An offloaded body is larger than ``max_bytes``, or than its pointer announces.
+
+    It is never read whole: the message is dead-lettered with this reason
+    where the queue has a dead-letter queue, otherwise deleted; the object is
+    kept in S3 for inspection.
+    """
+
+
+class PayloadUnreadable(NonRetryableError):
+    """An offloaded body is not UTF-8, or not a job (not JSON, not an object, ...).
+
+    Settled as :class:`PayloadTooLarge` is; the object is kept in S3.
+    """
+
+
+class PointerRefused(NonRetryableError):
+    """A pointer names another bucket, or a key outside the configured prefix.
+
+    The object is neither read nor deleted, and neither is the message: it is
+    dead-lettered with this reason where the queue has a dead-letter queue,
+    otherwise left to come back (a worker configured for it may read it).
+    """
+
+
 @dataclasses.dataclass(frozen=True)
 class Pointer:
     """Where an offloaded body lives."""
@@ -74,13 +106,16 @@ class LargePayloads:
 
     :param s3_client: a boto3 S3 client.
     :param bucket: the bucket objects are written to, and the only one read.
-    :param prefix: the key prefix of every object written; pointers to keys
-        outside it are refused.
+    :param prefix: the folder of every object written (``"sqs-jobs"`` means
+        ``"sqs-jobs/"``); pointers to keys outside it are refused, and ``""``
+        admits any key of the bucket (for AWS's extended clients' bare keys).
     :param threshold_bytes: offload when body plus attributes exceed this;
         None means the queue's MaximumMessageSize.
     :param always: offload every message.
     :param delete_after_processing: delete the object once its message is
         deleted after processing.
+    :param max_bytes: the largest object a worker reads; a larger one, or one
+        larger than its pointer announces, is dead-lettered, never read whole.
     """
 
     def __init__(
@@ -92,6 +127,7 @@ class LargePayloads:
         threshold_bytes: int | None = None,
         always: bool = False,
         delete_after_processing: bool = True,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         check_options(
             bucket=bucket,
@@ -99,10 +135,12 @@ class LargePayloads:
             threshold_bytes=threshold_bytes,
             always=always,
             delete_after_processing=delete_after_processing,
+            max_bytes=max_bytes,
         )
         self.s3_client = s3_client
         self.bucket = bucket
-        self.prefix = prefix
+        self.prefix = normalize_prefix(prefix)
+        self.max_bytes = max_bytes
         self.threshold_bytes = threshold_bytes
         self.always = always
         self.delete_after_processing = delete_after_processing
@@ -150,10 +188,11 @@ class LargePayloads:
     # -- consuming --
 
     def read_pointer(self, body: object, attributes: object) -> Pointer | str | None:
-        """Return the pointer a received message carries, None, or why it is refused.
+        """Return the pointer a received message carries, None, or why it is malformed.
 
         A message is a pointer when it carries ``ExtendedPayloadSize`` (or the
-        legacy ``SQSLargePayloadSize``), as AWS's clients decide.
+        legacy ``SQSLargePayloadSize``), as AWS's clients decide. Whether it
+        may be followed is :meth:`refusal`'s answer.
         """
         announced = size_attribute(attributes)
         if announced is None:
@@ -172,36 +211,34 @@ class LargePayloads:
         ):
             return "large payload pointer is malformed"
         bucket, key = data[1].get("s3BucketName"), data[1].get("s3Key")
-        if not isinstance(bucket, str) or not isinstance(key, str):
+        if not isinstance(bucket, str) or not isinstance(key, str) or not key:
             return "large payload pointer lacks s3BucketName or s3Key"
-        if bucket != self.bucket:
-            return "large payload pointer names another bucket than the configured one"
+        return Pointer(bucket, key, announced)
+
+    def refusal(self, pointer: Pointer) -> str | None:
+        """Why ``pointer`` may not be followed (read or deleted), or None."""
+        key = pointer.key
+        if pointer.bucket != self.bucket:
+            return "pointer outside the configured bucket/prefix (another bucket)"
         if (
             not key.startswith(self.prefix)
+            or len(key) == len(self.prefix)
             or len(key) > MAX_KEY_LENGTH
             or not key.isprintable()
             or "/../" in f"/{key}/"
         ):
-            return "large payload pointer names a key outside the configured prefix"
-        return Pointer(bucket, key, announced)
+            return (
+                "pointer outside the configured bucket/prefix (a key outside"
+                f" {self.prefix!r})"
+                if self.prefix
+                else "pointer outside the configured bucket/prefix (an invalid key)"
+            )
+        return None
 
-    def fetch(self, pointer: Pointer) -> str:
-        """Return the body stored at ``pointer``.
-
-        :raises PayloadNotFound: the object does not exist.
-        :raises Exception: any other S3 error (the message is retried).
-        """
-        try:
-            response = self.s3_client.get_object(Bucket=pointer.bucket, Key=pointer.key)
-        except Exception as exc:
-            if error_code(exc) in NOT_FOUND_CODES:
-                raise PayloadNotFound(
-                    f"s3://{pointer.bucket}/{loggable_text(pointer.key, 256)}"
-                    " does not exist"
-                ) from exc
-            raise
-        data: bytes = response["Body"].read()
-        return data.decode()
+    def describe(self, pointer: Pointer) -> str:
+        """``s3://bucket/key``, escaped for logs and reasons."""
+        bucket, key = loggable_text(pointer.bucket, 64), loggable_text(pointer.key, 256)
+        return f"s3://{bucket}/{key}"
 
     def delete(self, pointer: Pointer) -> None:
         """Delete a processed message's object (best effort, logged)."""
@@ -232,3 +269,29 @@ def size_attribute(attributes: object) -> int | None:
 def offloaded_size(message: t.Mapping[str, t.Any]) -> int | None:
     """The offloaded size of a (dead-letter) message, or None if not offloaded."""
     return size_attribute(message.get("MessageAttributes"))
+
+
+def warn_prefix_only(queues: cabc.Mapping[str, SqsQueue]) -> None:
+    """At a worker's start, say that pointers outside the prefix will not be read.
+
+    Producers other than this library (AWS's extended clients write bare
+    UUID keys) are the usual source of such pointers: their jobs would be
+    dead-lettered, not run, until ``prefix`` is ``""`` or they use the prefix.
+    """
+    shared: dict[int, tuple[LargePayloads, list[str]]] = {}
+    for name, queue in queues.items():
+        large = queue.large_payloads
+        if large is not None and large.prefix:
+            shared.setdefault(id(large), (large, []))[1].append(name)
+    for large, names in shared.values():
+        log.warning(
+            "large_payload_prefix_enforced",
+            queues=names,
+            s3_bucket=large.bucket,
+            prefix=large.prefix,
+            reason=f"pointers to keys outside s3://{large.bucket}/{large.prefix} are"
+            " not read: they are dead-lettered (without a dead-letter queue, left"
+            " in the queue). AWS's extended clients write keys without a prefix:"
+            ' to run their jobs, set "prefix": "" (any key of the bucket) or have'
+            " them write under this prefix",
+        )

@@ -30,6 +30,13 @@ def check_room(
         return False
     if not large.should_offload(message_size(body, attributes), queue.max_message_size):
         return False
+    stored = len(body.encode())
+    if stored > large.max_bytes:
+        raise ValueError(
+            f"the job's body is {stored:,} bytes, more than the large payloads'"
+            f" max_bytes ({large.max_bytes:,}), the largest object a worker reads;"
+            " send less (pass a reference to the data) or raise max_bytes"
+        )
     if len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
         raise ValueError(
             f"a job sent through S3 carries the {SIZE_ATTRIBUTE} attribute, so it may"

@@ -39,6 +39,7 @@ from ..model import trim_correlation_fields
 from ..sqs import decode_attributes
 from ..sqs import decode_body
 from ..sqs import DecodedBody
+from ..sqs import fetch_job
 from ..sqs import parse_run_at
 from ..sqs import Pointer
 from ..sqs import scheduled_for
@@ -137,7 +138,7 @@ class Kind(enum.Enum):
     MALFORMED = "malformed"
     #: A job of a type this worker has no handler for.
     UNKNOWN = "unknown"
-    #: A large-payload pointer whose S3 object could not be read.
+    #: A large-payload pointer whose S3 object could not (or may not) be read.
     UNFETCHED = "unfetched"
 
 
@@ -212,7 +213,7 @@ class JobRunner:
                 return Ran(delivery, Kind.MALFORMED, scope, reason=found)
             if found is not None:
                 try:
-                    body, pointer = large.fetch(found), found
+                    body, pointer = fetch_job(large, found), found
                 except Exception as exc:
                     return Ran(
                         delivery, Kind.UNFETCHED, scope, exception=exc, pointer=found
@@ -224,7 +225,7 @@ class JobRunner:
     def _run_body(
         self, delivery: Delivery, scope: contextlib.ExitStack, body: object
     ) -> Ran:
-        decoded = decode_body(body)
+        decoded = body if isinstance(body, DecodedBody) else decode_body(body)
         if isinstance(decoded, str):
             return Ran(delivery, Kind.MALFORMED, scope, reason=decoded)
         job_id, invalid = received_job_id(decoded.job_id, delivery.message_id)

@@ -29,9 +29,9 @@ from ..model import Verdict
 from ..sqs import after_delete
 from ..sqs import CallError
 from ..sqs import is_lost_ownership
-from ..sqs import PayloadNotFound
 from ._delivery import Delivery
 from ._heartbeat import Heartbeat
+from ._large_payloads_settling import settle_unread
 from ._lease import VISIBILITY_WINDOW_SECONDS
 from ._lease import WINDOW_MARGIN_SECONDS
 from ._resend import copy_attributes
@@ -45,8 +45,9 @@ from ._running import Ran
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 
-#: An unknown job type stays invisible at least this long, so a worker that
-#: knows it (a newer deploy) can pick it up and this one does not spin on it.
+#: An unknown job type (or a pointer this worker may not follow) stays
+#: invisible at least this long, so a worker that knows it (a newer deploy) can
+#: pick it up and this one does not spin on it.
 UNKNOWN_JOB_TYPE_VISIBILITY = 300
 _LEVELS = {
     Outcome.SUCCESS: "info",
@@ -129,12 +130,16 @@ class Settler:
         )
         return error is None
 
-    def _hide_unknown(self, delivery: Delivery) -> None:
+    def _hide(self, delivery: Delivery) -> tuple[int, CallError]:
+        """Leave a message this worker cannot run for a while, for another one."""
         self._heartbeat.drop(delivery.lease)
         seconds = delivery.lease.cap_visibility(
             max(UNKNOWN_JOB_TYPE_VISIBILITY, delivery.queue.visibility_timeout or 0)
         )
-        seconds, error = _change_visibility(delivery, seconds)
+        return _change_visibility(delivery, seconds)
+
+    def _hide_unknown(self, delivery: Delivery) -> None:
+        seconds, error = self._hide(delivery)
         log.warning(
             "unknown_job_type_deferred",
             visibility_timeout=seconds,
@@ -143,27 +148,15 @@ class Settler:
         )
 
     def _settle_unfetched(self, ran: Ran) -> None:
-        """A large payload that could not be read from S3.
-
-        A missing object (:class:`PayloadNotFound`) can never be read: the
-        message is dead-lettered with that reason, or deleted without a
-        dead-letter queue. Any other error leaves it for redelivery.
-        """
+        """A large payload whose body was not read: ``_large_payloads_settling``."""
         delivery, exc = ran.delivery, ran.exception
         self._heartbeat.drop(delivery.lease)
-        if not isinstance(exc, PayloadNotFound):
-            log.warning("large_payload_unavailable", outcome="retry", error=str(exc))
-            return
-        moved = self._dead_letter(delivery, exc)
-        settled = moved or self._delete(delivery, Settled(Outcome.DELETE, exc))
-        fields = dict(settled.fields)
-        if "error" in fields:
-            fields["delete_error"] = fields.pop("error")
-        log.error(
-            "large_payload_missing",
-            outcome=settled.outcome.value,
-            error=str(exc),
-            **fields,
+        settle_unread(
+            delivery,
+            exc,
+            dead_letter=lambda: self._dead_letter(delivery, exc),
+            delete=lambda: self._delete(delivery, Settled(Outcome.DELETE, exc)),
+            hide=lambda: self._hide(delivery),
         )
 
     def _defer(self, delivery: Delivery, run_at: dt.datetime) -> Settled:

@@ -29,6 +29,7 @@ from ..model import MAX_WAIT_SECONDS
 from ..model import MultiHooks
 from ..model import SessionFactory
 from ..sqs import NamedQueues
+from ..sqs import warn_prefix_only
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
 from ._receive_health import MAX_RECEIVE_FAILURES
@@ -259,6 +260,7 @@ class JobWorker:
         if self._cycle_thread is not None:
             self._cycle_thread.start()
         self._receiver.prepare_all()
+        warn_prefix_only(self._receiver.queues)
         call_hook("worker_started", self._hooks.worker_started, list(self._names))
         log.info(
             "worker_started",
