@@ -13,13 +13,17 @@ Run it as ``python -m flask --app tests.integration.periodic_app:create_app ...`
   claiming a tick and never sends it (the test then kills it).
 - ``TEST_APP_STALE_AFTER``: how old a DynamoDB claim left pending must be
   before another worker sends it.
+- ``TEST_APP_HOLD_FILE``: the job waits (up to a minute) until this file
+  exists before it records and returns, so its message stays on the queue.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import pathlib
 import threading
+import time
 import typing as t
 
 import structlog
@@ -51,6 +55,12 @@ def _pause_after_claim() -> None:
     threading.Event().wait()
 
 
+def _wait_for(path: pathlib.Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def create_app() -> Flask:
     configure_logging()
     if offset := os.environ.get("TEST_APP_CLOCK_OFFSET"):
@@ -68,6 +78,8 @@ def create_app() -> Flask:
         queue=os.environ.get("TEST_APP_SCHEDULE_QUEUE", "default"),
     )
     def every_minute(payload: dict[str, t.Any]) -> None:
+        if hold := os.environ.get("TEST_APP_HOLD_FILE"):
+            _wait_for(pathlib.Path(hold))
         scheduled_for = current_job.scheduled_for
         record(
             {
