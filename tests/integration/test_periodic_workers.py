@@ -32,8 +32,10 @@ if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
 APP = "tests.integration.periodic_app:create_app"
-#: How long after the test starts the tick comes: time for workers to start.
-LEAD_SECONDS = 20.0
+#: How long after the workers start the tick comes: time for them to be up.
+#: A loaded machine may need longer, so a test that misses the tick starts
+#: its workers again with the next lead.
+LEADS_SECONDS = (20.0, 45.0, 90.0)
 
 
 class Tick(t.NamedTuple):
@@ -45,9 +47,9 @@ class Tick(t.NamedTuple):
         return self.tick.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def next_shifted_tick() -> Tick:
-    """A clock offset that puts a minute boundary LEAD_SECONDS from now."""
-    target = time.time() + LEAD_SECONDS
+def next_shifted_tick(lead: float) -> Tick:
+    """A clock offset that puts a minute boundary ``lead`` seconds from now."""
+    target = time.time() + lead
     boundary = math.ceil(target / 60) * 60
     return Tick(boundary - target, dt.datetime.fromtimestamp(boundary, dt.UTC))
 
@@ -97,11 +99,35 @@ def queues_env(url: str, shifted: Tick) -> dict[str, str]:
     }
 
 
-def assert_waiting_for(workers: list[WorkerProcess], shifted: Tick) -> None:
-    """Every worker started before the tick (else the lead was too short)."""
-    for worker in workers:
-        started = worker.wait_for("scheduler_started")
-        assert started["schedules"] == {"every_minute": shifted.text}
+class Arranged(t.NamedTuple):
+    workers: list[WorkerProcess]
+    shifted: Tick
+    env: dict[str, str]
+    #: How long to wait for the tick to be handled, from now.
+    timeout: float
+
+
+def start_before_tick(
+    start_workers: StartWorkers,
+    count: int,
+    env_for: cabc.Callable[[Tick], dict[str, str]],
+    **extra: str,
+) -> Arranged:
+    """Start ``count`` workers that are all waiting for the same next tick.
+
+    A worker that came up after the tick waits for the following one; then
+    the workers are stopped and started again with a longer lead.
+    """
+    for lead in LEADS_SECONDS:
+        shifted = next_shifted_tick(lead)
+        env = env_for(shifted)
+        workers = start_workers(count, **extra, **env)
+        started = [w.wait_for("scheduler_started") for w in workers]
+        if all(s["schedules"] == {"every_minute": shifted.text} for s in started):
+            return Arranged(workers, shifted, env, lead + 30)
+        for worker in workers:
+            worker.close()
+    raise AssertionError(f"workers took over {LEADS_SECONDS[-1]} s to start")
 
 
 def jobs_run(record_file: pathlib.Path) -> list[dict[str, t.Any]]:
@@ -166,25 +192,26 @@ def test_three_workers_run_exactly_one_job_per_tick(
     record_file: pathlib.Path,
     tmp_path: pathlib.Path,
 ) -> None:
-    shifted = next_shifted_tick()
+    hold = tmp_path / "release"
     if setup == "sql":
         url = make_queue("periodic")
-        env = {**queues_env(url, shifted), "TEST_APP_STORE_URL": sql_store(tmp_path)}
+        setup_env = {"TEST_APP_STORE_URL": sql_store(tmp_path)}
     elif setup == "dynamodb":
         url = make_queue("periodic")
-        table = request.getfixturevalue("dynamodb_table")
-        env = {**queues_env(url, shifted), "TEST_APP_DYNAMODB_TABLE": table}
+        setup_env = {
+            "TEST_APP_DYNAMODB_TABLE": request.getfixturevalue("dynamodb_table")
+        }
     else:
         url = make_queue("periodic", fifo=True)
         # SQS keeps a FIFO deduplication id for five minutes; local servers
         # (moto) forget it once the message is deleted. The job holds its
         # message until every worker has sent, as a busy queue would.
-        hold = tmp_path / "release"
-        env = {**queues_env(url, shifted), "TEST_APP_HOLD_FILE": str(hold)}
-    workers = start_workers(3, **env)
-    assert_waiting_for(workers, shifted)
+        setup_env = {"TEST_APP_HOLD_FILE": str(hold)}
+    workers, shifted, _, timeout = start_before_tick(
+        start_workers, 3, lambda tick: {**queues_env(url, tick), **setup_env}
+    )
 
-    deadline = time.monotonic() + LEAD_SECONDS + 30
+    deadline = time.monotonic() + timeout
     while not all(handled_the_tick(w, shifted) for w in workers):
         assert time.monotonic() < deadline, [w.output() for w in workers]
         time.sleep(0.2)
@@ -208,16 +235,18 @@ def test_a_tick_claimed_by_a_worker_killed_before_sending_still_runs_once(
     record_file: pathlib.Path,
     dynamodb_table: str,
 ) -> None:
-    shifted = next_shifted_tick()
     url = make_queue("periodic")
-    env = {
-        **queues_env(url, shifted),
-        "TEST_APP_DYNAMODB_TABLE": dynamodb_table,
-        "TEST_APP_STALE_AFTER": "2",
-    }
-    [claimer] = start_workers(1, TEST_APP_PAUSE_AFTER_CLAIM="1", **env)
-    assert_waiting_for([claimer], shifted)
-    claimer.wait_for("tick_claimed", timeout=LEAD_SECONDS + 30)
+    [claimer], shifted, env, timeout = start_before_tick(
+        start_workers,
+        1,
+        lambda tick: {
+            **queues_env(url, tick),
+            "TEST_APP_DYNAMODB_TABLE": dynamodb_table,
+            "TEST_APP_STALE_AFTER": "2",
+        },
+        TEST_APP_PAUSE_AFTER_CLAIM="1",
+    )
+    claimer.wait_for("tick_claimed", timeout=timeout)
     claimer.send_signal(signal.SIGKILL)
     assert claimer.wait() == -signal.SIGKILL
 
@@ -238,12 +267,14 @@ def test_with_a_sql_store_a_worker_killed_after_the_claim_loses_nothing(
     tmp_path: pathlib.Path,
 ) -> None:
     store_url = sql_store(tmp_path)
-    shifted = next_shifted_tick()
     url = make_queue("periodic")
-    env = {**queues_env(url, shifted), "TEST_APP_STORE_URL": store_url}
-    [claimer] = start_workers(1, TEST_APP_PAUSE_AFTER_CLAIM="1", **env)
-    assert_waiting_for([claimer], shifted)
-    claimer.wait_for("tick_claimed", timeout=LEAD_SECONDS + 30)
+    [claimer], shifted, env, timeout = start_before_tick(
+        start_workers,
+        1,
+        lambda tick: {**queues_env(url, tick), "TEST_APP_STORE_URL": store_url},
+        TEST_APP_PAUSE_AFTER_CLAIM="1",
+    )
+    claimer.wait_for("tick_claimed", timeout=timeout)
     claimer.send_signal(signal.SIGKILL)
     claimer.wait()
 
