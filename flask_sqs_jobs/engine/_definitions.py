@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
+import re
 import typing as t
 import urllib.parse
 
 from ._queue import check_queue_options
 from ._queue import SqsQueue
+from ._wire import MAX_QUEUE_NAME_LENGTH
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -91,6 +93,45 @@ def parse_queue_definitions(
         else:
             parsed[name] = _parse(name, definition)
     return parsed
+
+
+#: What SQS allows in a queue name besides the ``.fifo`` suffix.
+_QUEUE_NAME_CHARACTERS = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def add_name_prefix(
+    definitions: cabc.Mapping[str, QueueDefinition], prefix: object
+) -> dict[str, QueueDefinition]:
+    """Return ``definitions`` with ``prefix`` before every ``name``; ``url``s stay.
+
+    :raises TypeError, ValueError: the prefix is not a str of the characters
+        SQS allows in a queue name, or makes a name longer than SQS allows.
+    """
+    if not isinstance(prefix, str):
+        raise TypeError(
+            f"must be a str such as 'staging-' (\"\" for none); got {prefix!r}"
+        )
+    if not _QUEUE_NAME_CHARACTERS.fullmatch(prefix):
+        raise ValueError(
+            "may hold only letters, digits, '-' and '_' (the characters SQS allows"
+            f" in a queue name); got {prefix!r}"
+        )
+    prefixed = dict(definitions)
+    if not prefix:
+        return prefixed
+    for logical, definition in definitions.items():
+        if definition.name is None:
+            continue
+        name = prefix + definition.name
+        if len(name) > MAX_QUEUE_NAME_LENGTH:
+            raise ValueError(
+                f"{prefix!r} makes the name of queue {logical!r} {len(name)}"
+                f" characters long ({name!r}); SQS allows at most"
+                f" {MAX_QUEUE_NAME_LENGTH}, .fifo included: shorten the prefix or"
+                " the queue's name"
+            )
+        prefixed[logical] = dataclasses.replace(definition, name=name)
+    return prefixed
 
 
 def check_queue_name(name: object) -> None:
