@@ -16,6 +16,7 @@ import urllib.parse
 
 from ._queue import check_queue_options
 from ._queue import SqsQueue
+from ._queue_options import DEFAULT_HEARTBEAT_FRACTION
 from ._wire import MAX_QUEUE_NAME_LENGTH
 
 if t.TYPE_CHECKING:
@@ -29,7 +30,14 @@ DEFINITION_KEYS = frozenset(
         "visibility_timeout",
         "max_runtime_seconds",
         "retry_backoff_seconds",
+        "heartbeat_fraction",
     }
+)
+_OPTIONS = (
+    "visibility_timeout",
+    "max_runtime_seconds",
+    "retry_backoff_seconds",
+    "heartbeat_fraction",
 )
 
 
@@ -43,6 +51,7 @@ class QueueDefinition:
     visibility_timeout: int | None = None
     max_runtime_seconds: float = 3600
     retry_backoff_seconds: float | None = None
+    heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION
 
     @property
     def physical_name(self) -> str:
@@ -54,22 +63,11 @@ class QueueDefinition:
 
     def build_queue(self, boto_client: SQSClient) -> SqsQueue:
         """Return the :class:`SqsQueue`, without calling SQS."""
+        options = {key: getattr(self, key) for key in _OPTIONS}
         if self.url is not None:
-            return SqsQueue(
-                self.url,
-                boto_client=boto_client,
-                max_runtime_seconds=self.max_runtime_seconds,
-                visibility_timeout=self.visibility_timeout,
-                retry_backoff_seconds=self.retry_backoff_seconds,
-            )
+            return SqsQueue(self.url, boto_client=boto_client, **options)
         assert self.name is not None
-        return SqsQueue.from_name(
-            self.name,
-            boto_client=boto_client,
-            max_runtime_seconds=self.max_runtime_seconds,
-            visibility_timeout=self.visibility_timeout,
-            retry_backoff_seconds=self.retry_backoff_seconds,
-        )
+        return SqsQueue.from_name(self.name, boto_client=boto_client, **options)
 
 
 def parse_queue_definitions(
@@ -177,11 +175,7 @@ def _parse(name: str, definition: object) -> QueueDefinition:
             f"queue {name!r}: {key!r} must be a non-empty str; got {value!r}"
         )
     weight = check_weight(name, definition.get("weight", 1))
-    options = {
-        k: definition[k]
-        for k in ("visibility_timeout", "max_runtime_seconds", "retry_backoff_seconds")
-        if k in definition
-    }
+    options = {k: definition[k] for k in _OPTIONS if k in definition}
     try:
         check_queue_options(**options)
     except ValueError as exc:
