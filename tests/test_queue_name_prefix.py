@@ -114,9 +114,7 @@ def test_create_queues_creates_prefixed_queues_and_dead_letter_queues(
     assert "default: staging-app-jobs created" in result.output
 
 
-def test_stats_reads_the_prefixed_queues(
-    sqs: SQSClient, make_app: MakeApp
-) -> None:
+def test_stats_reads_the_prefixed_queues(sqs: SQSClient, make_app: MakeApp) -> None:
     dlq = create_queue(sqs, "prod-app-jobs-dlq")
     source = create_queue(sqs, "prod-app-jobs", dead_letter_url=dlq)
     create_queue(sqs, "app-jobs")

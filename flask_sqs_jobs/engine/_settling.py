@@ -41,6 +41,7 @@ from ._running import Kind
 from ._running import Ran
 from ._wire import MAX_DELAY_SECONDS
 from ._wire import MAX_VISIBILITY_TIMEOUT
+from ._worker_counts import WorkerCounts
 
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
@@ -74,7 +75,9 @@ class Settler:
         known_job_types: t.Callable[[], list[str]],
         *,
         delete_linger: float = 0.0,
+        counts: WorkerCounts | None = None,
     ) -> None:
+        self.counts = counts or WorkerCounts()
         self._delete_linger = delete_linger
         self._heartbeat = heartbeat
         self._hooks = hooks
@@ -92,7 +95,10 @@ class Settler:
 
     def _settle(self, ran: Ran) -> Outcome | None:
         delivery = ran.delivery
+        if ran.bad_job_id:
+            self.counts.malformed(delivery.queue_name, "bad_job_id")
         if ran.kind is Kind.MALFORMED:
+            self.counts.malformed(delivery.queue_name, ran.reason_code)
             if self._discard_malformed(delivery, ran.reason):
                 after_delete(delivery.queue, ran.pointer)
             return None
@@ -100,6 +106,7 @@ class Settler:
             self._settle_unfetched(ran)
             return None
         if ran.kind is Kind.UNKNOWN:
+            self.counts.unknown_job_type(delivery.queue_name)
             self._hide_unknown(delivery)
             return None
         if ran.kind is Kind.DEFERRED:
@@ -292,6 +299,7 @@ class Settler:
             if not isinstance(exc, RetryJob):
                 fields["exc_info"] = exc
         getattr(job_log, _LEVELS.get(result.outcome, "error"))("job_finished", **fields)
+        self.counts.outcome(result.outcome)
         assert ran.job is not None
         # The scope closes with the final verdict's exception (none on success).
         ran.outcome, ran.exception = result.outcome, exc

@@ -45,6 +45,7 @@ from ._slots import CycleThread
 from ._slots import JobProcessing
 from ._slots import SlotThreads
 from ._wire import MAX_WAIT_SECONDS
+from ._worker_counts import WorkerCounts
 from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
@@ -137,6 +138,8 @@ class JobWorker:
         self._hooks = MultiHooks([queues.hooks, *hooks]) if hooks else queues.hooks
 
         self._heartbeat = Heartbeat()
+        #: What the worker counted: outcomes, malformed messages, unknown types.
+        self.counts = WorkerCounts()
         health = ReceiveHealth({n: endpoint_of(q) for n, q in queues.items()})
         weights = {n: queues.weight(n) for n in self._names}
         self._state = state = WorkerState(self._names, weights, concurrency, health)
@@ -151,6 +154,7 @@ class JobWorker:
                 self._hooks,
                 lambda: sorted(self._handlers),
                 delete_linger=DELETE_LINGER_SECONDS if concurrency > 1 else 0.0,
+                counts=self.counts,
             ),
             self._heartbeat,
             state,
@@ -231,6 +235,16 @@ class JobWorker:
         state = self._state
         at = state.last_receive_at or state.started_at
         return None if at is None else time.monotonic() - at
+
+    def stats(self) -> dict[str, t.Any]:
+        """A snapshot of the worker: ``busy_slots``, ``last_receive_age`` (see
+        the properties of those names) and ``outcomes``, the jobs settled so
+        far per outcome (every outcome listed, 0 when none)."""
+        return {
+            "busy_slots": self.busy_slots,
+            "last_receive_age": self.last_receive_age,
+            "outcomes": self.counts.outcomes(),
+        }
 
     def queue_failures(self) -> dict[str, int]:
         """Consecutive receive failures per queue (0 for a healthy queue)."""

@@ -118,7 +118,9 @@ def test_the_bounds_are_allowed(
 def test_sqs_queue_refuses_a_fraction_outside_its_range(
     sqs: SQSClient, queue_url: str, fraction: t.Any
 ) -> None:
-    with pytest.raises(ValueError, match=r"^heartbeat_fraction must be a number 0.1 to"):
+    with pytest.raises(
+        ValueError, match=r"^heartbeat_fraction must be a number 0.1 to"
+    ):
         SqsQueue(queue_url, boto_client=sqs, heartbeat_fraction=fraction)
 
 
