@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import http.client
 import os
 import pathlib
 import signal
@@ -15,8 +16,10 @@ import pytest
 from .conftest import FAKE_AWS_ENV
 from .conftest import MakeQueue
 from .helpers import producer
+from .helpers import wait_until
 from .processes import LogEvent
 from .processes import WorkerProcess
+from .servers import free_port
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -156,6 +159,17 @@ def start_reloading(
         process.close()
 
 
+def healthz(port: int) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status
+    except OSError:
+        return 0
+    finally:
+        connection.close()
+
+
 def set_version(app_dir: pathlib.Path, version: int | str) -> None:
     """Rewrite ``handlers.py`` as an editor saving it would."""
     path = app_dir / "handlers.py"
@@ -173,7 +187,8 @@ def test_a_changed_file_restarts_the_worker_gracefully_with_the_new_code(
     start_reloading: StartReloading,
     tmp_path: pathlib.Path,
 ) -> None:
-    worker = start_reloading()
+    port = free_port()
+    worker = start_reloading("--health-port", str(port))
     jobs = producer(sqs_client, default=queue_url)
     jobs.enqueue("default", "version", {})
     worker.wait_for("version_ran", version=1)
@@ -190,6 +205,8 @@ def test_a_changed_file_restarts_the_worker_gracefully_with_the_new_code(
     worker.wait_for("worker_started", count=2, timeout=30)
     jobs.enqueue("default", "version", {})
     ran = worker.wait_for("version_ran", version=2)
+    # The new worker process reports its health to the supervisor's port.
+    wait_until(lambda: healthz(port) == 200, 30, lambda: f"/healthz 200 on port {port}")
     worker.send_signal(signal.SIGTERM)
     status = worker.wait(30)
 
