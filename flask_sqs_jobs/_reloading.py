@@ -21,6 +21,7 @@ installed packages are left out. A worker process that exits by itself
 from __future__ import annotations
 
 import collections.abc as cabc
+import contextlib
 import os
 import pathlib
 import signal
@@ -208,7 +209,8 @@ class ReloadingSupervisor(Supervisor):
         if child.pid is not None and not self._reloading:
             log.info("files_changed", files=shown, action="reloading the worker")
             self._reloading = True
-            os.kill(child.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # exited meanwhile
+                os.kill(child.pid, signal.SIGTERM)
         elif self._waiting:
             log.info("files_changed", files=shown, action="starting the worker")
             self._waiting = False

@@ -43,9 +43,9 @@ from ._untrusted import trim_correlation_fields
 from ._wire import decode_attributes
 from ._wire import decode_body
 from ._wire import DecodedBody
-from ._wire import MALFORMED_BODY_CODES
 from ._wire import parse_run_at
 from ._wire import scheduled_for
+from ._worker_counts import WorkerCounts
 
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
@@ -155,11 +155,8 @@ class Ran:
     exception: BaseException | None = None
     #: What the handler returned (on success).
     result: object = None
-    #: Why a malformed message is not a job, and that reason's code.
+    #: Why a malformed message is not a job.
     reason: str = ""
-    reason_code: str = ""
-    #: The body's ``job_id`` was not a valid job id (the MessageId stands in).
-    bad_job_id: bool = False
     #: When a deferred job is due.
     run_at: dt.datetime | None = None
     #: Where the body was read from, for a large payload sent through S3.
@@ -191,6 +188,8 @@ class JobRunner:
         guard: JobGuard | None = None,
     ) -> None:
         self.handlers = handlers
+        #: What the worker counts; the settler counts into the same.
+        self.counts = WorkerCounts()
         self._middleware = tuple(middleware)
         self._heartbeat = heartbeat
         self._hooks = hooks
@@ -213,13 +212,7 @@ class JobRunner:
         if large is not None:
             found = large.read_pointer(body, delivery.attributes)
             if isinstance(found, str):
-                return Ran(
-                    delivery,
-                    Kind.MALFORMED,
-                    scope,
-                    reason=found,
-                    reason_code="bad_pointer",
-                )
+                return Ran(delivery, Kind.MALFORMED, scope, reason=found)
             if found is not None:
                 try:
                     body, pointer = large.fetch(found), found
@@ -236,37 +229,27 @@ class JobRunner:
     ) -> Ran:
         decoded = decode_body(body)
         if isinstance(decoded, str):
-            code = MALFORMED_BODY_CODES[decoded]
-            return Ran(
-                delivery, Kind.MALFORMED, scope, reason=decoded, reason_code=code
-            )
+            return Ran(delivery, Kind.MALFORMED, scope, reason=decoded)
         job_id, invalid = received_job_id(decoded.job_id, delivery.message_id)
         structlog.contextvars.bind_contextvars(
             job_id=job_id, job_type=loggable_text(decoded.job_type)
         )
         if invalid:
             log.warning("job_id_invalid", sent_job_id=shown_job_id(decoded.job_id))
+            self.counts.malformed(delivery.queue_name, "bad_job_id")
         handler = self.handlers.get(decoded.job_type)
         if handler is None:
-            return Ran(delivery, Kind.UNKNOWN, scope, bad_job_id=invalid)
+            return Ran(delivery, Kind.UNKNOWN, scope)
         job = self._job(delivery, decoded, job_id)
         redrive = delivery.queue.redrive_policy()
         receives = None if redrive is None else redrive[1]
         job.max_attempts = max_attempts(handler.retry, receives)
         run_at = _due_time(decoded, delivery)
         if run_at is not None:
-            ran = Ran(
-                delivery,
-                Kind.DEFERRED,
-                scope,
-                job=job,
-                run_at=run_at,
-                bad_job_id=invalid,
-            )
+            ran = Ran(delivery, Kind.DEFERRED, scope, job=job, run_at=run_at)
             self._enter_job_context(ran)
             return ran
-        ran = Ran(delivery, Kind.JOB, scope, job=job, bad_job_id=invalid)
-        return self._run_handler(ran, handler)
+        return self._run_handler(Ran(delivery, Kind.JOB, scope, job=job), handler)
 
     def _job(self, delivery: Delivery, decoded: DecodedBody, job_id: str) -> Job:
         correlation_fields, trace_headers = decode_attributes(delivery.attributes)

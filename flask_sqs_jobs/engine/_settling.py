@@ -39,6 +39,7 @@ from ._retry_log import log_retrying
 from ._running import DELETED_OUTCOMES
 from ._running import Kind
 from ._running import Ran
+from ._wire import MALFORMED_BODY_CODES
 from ._wire import MAX_DELAY_SECONDS
 from ._wire import MAX_VISIBILITY_TIMEOUT
 from ._worker_counts import WorkerCounts
@@ -95,10 +96,10 @@ class Settler:
 
     def _settle(self, ran: Ran) -> Outcome | None:
         delivery = ran.delivery
-        if ran.bad_job_id:
-            self.counts.malformed(delivery.queue_name, "bad_job_id")
         if ran.kind is Kind.MALFORMED:
-            self.counts.malformed(delivery.queue_name, ran.reason_code)
+            # A reason decode_body does not give is a large-payload pointer's.
+            code = MALFORMED_BODY_CODES.get(ran.reason, "bad_pointer")
+            self.counts.malformed(delivery.queue_name, code)
             if self._discard_malformed(delivery, ran.reason):
                 after_delete(delivery.queue, ran.pointer)
             return None

@@ -45,7 +45,6 @@ from ._slots import CycleThread
 from ._slots import JobProcessing
 from ._slots import SlotThreads
 from ._wire import MAX_WAIT_SECONDS
-from ._worker_counts import WorkerCounts
 from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
@@ -138,17 +137,18 @@ class JobWorker:
         self._hooks = MultiHooks([queues.hooks, *hooks]) if hooks else queues.hooks
 
         self._heartbeat = Heartbeat()
-        #: What the worker counted: outcomes, malformed messages, unknown types.
-        self.counts = WorkerCounts()
         health = ReceiveHealth({n: endpoint_of(q) for n, q in queues.items()})
         weights = {n: queues.weight(n) for n in self._names}
         self._state = state = WorkerState(self._names, weights, concurrency, health)
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = state.stop_event
+        runner = JobRunner(
+            self._handlers, queues.middleware, self._heartbeat, self._hooks, guard
+        )
+        #: What the worker counted: outcomes, malformed messages, unknown types.
+        self.counts = runner.counts
         processing = JobProcessing(
-            JobRunner(
-                self._handlers, queues.middleware, self._heartbeat, self._hooks, guard
-            ),
+            runner,
             Settler(
                 self._heartbeat,
                 self._hooks,
@@ -237,9 +237,8 @@ class JobWorker:
         return None if at is None else time.monotonic() - at
 
     def stats(self) -> dict[str, t.Any]:
-        """A snapshot of the worker: ``busy_slots``, ``last_receive_age`` (see
-        the properties of those names) and ``outcomes``, the jobs settled so
-        far per outcome (every outcome listed, 0 when none)."""
+        """``busy_slots``, ``last_receive_age`` (the properties) and ``outcomes``:
+        jobs settled so far per outcome, every outcome listed (0 when none)."""
         return {
             "busy_slots": self.busy_slots,
             "last_receive_age": self.last_receive_age,
