@@ -37,6 +37,12 @@ fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz-long $(BIN)/python -m pytest tests/fuzz -m fuzz \
 		--timeout 1800 $(FUZZ_ARGS)
 
+## make integration-localstack: part of the integration tier against LocalStack (started
+## here, from .venv-localstack; skipped with one line when no Python 3.13 is found)
+.PHONY: integration-localstack
+integration-localstack: $(STAMP)
+	$(BIN)/python -m tests.integration.localstack -n 2 $(PYTEST_ARGS)
+
 ## make demo: the example app end to end against a local SQS server
 demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
@@ -87,4 +93,4 @@ $(MINISTACK_VENV)/.installed:
 		|| echo "MiniStack is not installed: the fault tier falls back to moto"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-localstack .pytest_cache .mypy_cache .ruff_cache

@@ -20,6 +20,8 @@ supervisor itself never talks to SQS.
   supervisor serves the one public port for all of them.
 - The socket pair also tells a worker process that the supervisor died (end
   of file): it then stops gracefully instead of running on unsupervised.
+- ``--reload`` (:mod:`._reloading`) is a supervisor of one worker process,
+  started afresh when the app's code changes.
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ class Supervisor:
                 handled = self._handle_signals(handled)
                 self._reap()
                 self._restart_due()
+                self._watch()
                 self._read_ports()
         finally:
             for sig, handler in previous.items():
@@ -168,17 +171,7 @@ class Supervisor:
             if self._health is not None:
                 self._health.close_in_child()
             self._forget_clients()
-            threading.Thread(
-                target=_watch_supervisor, args=(channel,), daemon=True
-            ).start()
-
-            def report(port: int) -> None:
-                channel.sendall(b"%d\n" % port)
-
-            if self._health_port is None:
-                status = self._run_worker(self._health_host, None)
-            else:
-                status = self._run_worker("127.0.0.1", 0, report)
+            status = self._serve(channel)
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else int(bool(exc.code))
         except click.ClickException as exc:
@@ -191,6 +184,15 @@ class Supervisor:
                 sys.stdout.flush()
                 sys.stderr.flush()
             os._exit(status)
+
+    def _serve(self, channel: socket.socket) -> int:
+        """In the new worker process: run the worker; return its exit status."""
+        return serve_on_channel(
+            channel, self._run_worker, self._health_host, self._health_port is not None
+        )
+
+    def _watch(self) -> None:
+        """Called between two rounds of the loop (``--reload`` watches files)."""
 
     def _record(self, signum: int, frame: types.FrameType | None) -> None:
         # Only record: the loop acts on it (a handler must not take locks).
@@ -239,7 +241,6 @@ class Supervisor:
                     self._exited(child, os.waitstatus_to_exitcode(wait_status))
 
     def _exited(self, child: Child, code: int) -> None:
-        now = time.monotonic()
         with self._lock:
             pid, child.pid, child.port, child.status = child.pid, None, None, None
             if child.channel is not None:
@@ -250,6 +251,13 @@ class Supervisor:
             if code < 0
             else {"exit_status": code}
         )
+        self._decide(child, code, pid, how)
+
+    def _decide(
+        self, child: Child, code: int, pid: int | None, how: dict[str, t.Any]
+    ) -> None:
+        """What to do once a worker process exited with ``code``."""
+        now = time.monotonic()
         if code in (1, 2):
             self._status = max(self._status, code)
         if self._stopping:
@@ -305,6 +313,21 @@ class Supervisor:
             if newline:
                 with self._lock:
                     child.port = int(line)
+
+
+def serve_on_channel(
+    channel: socket.socket, run_worker: RunWorker, health_host: str, report: bool
+) -> int:
+    """In a worker process: run the worker, watching the supervisor through
+    ``channel`` and, if ``report``, telling it the health server's port."""
+    threading.Thread(target=_watch_supervisor, args=(channel,), daemon=True).start()
+    if not report:
+        return run_worker(health_host, None)
+
+    def report_port(port: int) -> None:
+        channel.sendall(b"%d\n" % port)
+
+    return run_worker("127.0.0.1", 0, report_port)
 
 
 def _watch_supervisor(channel: socket.socket) -> None:

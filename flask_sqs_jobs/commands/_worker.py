@@ -102,6 +102,13 @@ log = structlog.get_logger(__name__)
     help="Worker processes, each with --concurrency threads, under one supervisor.",
 )
 @click.option(
+    "--reload",
+    is_flag=True,
+    envvar="FLASK_SQS_WORKER_RELOAD",
+    help="Restart the worker gracefully when a Python file of the app changes"
+    " (for development; one worker process).",
+)
+@click.option(
     "--no-outbox-relay",
     "no_outbox_relay",
     is_flag=True,
@@ -119,6 +126,7 @@ def worker_command(
     health_max_age: float,
     shutdown_timeout: float | None,
     processes: int,
+    reload: bool = False,
     no_outbox_relay: bool = False,
 ) -> None:
     """Run a worker for this app's job handlers.
@@ -130,7 +138,13 @@ def worker_command(
 
     With ``--processes N`` above 1 a supervisor runs N such workers, each in
     its own process, forwards the signals to them and restarts any that dies.
+    With ``--reload`` it runs one, started afresh when the app's code changes.
     """
+    if reload and processes > 1:
+        raise ConfigurationError(
+            f"--reload runs one worker process, for development; it cannot be used"
+            f" with --processes {processes}"
+        )
     app, parts = current_app_and_parts()
     if not parts.handlers:
         raise ConfigurationError(
@@ -167,13 +181,32 @@ def worker_command(
         health_max_age=health_max_age,
         outbox_relay=not no_outbox_relay,
     )
+    from ._reloading import reloaded_channel
+    from ._reloading import serve_reloaded
+
+    run_worker = functools.partial(run_one_worker, app, parts, options)
+    channel = reloaded_channel()
+    if channel is not None:  # a worker process that --reload started
+        raise SystemExit(serve_reloaded(channel, run_worker, health_host))
+    if reload:
+        from ._reloading import ReloadingSupervisor
+        from ._reloading import restart_command
+        from ._reloading import watcher_for
+
+        reloading = ReloadingSupervisor(
+            watcher_for(app),
+            restart_command(),
+            health_host=health_host,
+            health_port=health_port,
+        )
+        raise SystemExit(reloading.run())
     if processes == 1:
         raise SystemExit(run_one_worker(app, parts, options, health_host, health_port))
     from ._supervisor import Supervisor
 
     supervisor = Supervisor(
         processes,
-        functools.partial(run_one_worker, app, parts, options),
+        run_worker,
         health_host=health_host,
         health_port=health_port,
         forget_clients=parts.forget_clients,

@@ -14,6 +14,7 @@ from botocore.utils import is_valid_endpoint_url
 from botocore.utils import is_valid_ipv6_endpoint_url
 
 from ..engine.model import MAX_WAIT_SECONDS
+from ..engine.sqs import add_name_prefix
 from ..engine.sqs import check_settings
 from ..engine.sqs import parse_queue_definitions
 from ..engine.sqs import QueueDefinition
@@ -31,10 +32,12 @@ class Config:
 
     #: ``SQS_JOBS_QUEUES``: logical name -> queue definition (required), as set.
     queues: dict[str, dict[str, t.Any]]
-    #: The same definitions, checked once and typed.
+    #: The same definitions, checked once and typed, their names prefixed.
     definitions: dict[str, QueueDefinition] = dataclasses.field(
         default_factory=dict, compare=False
     )
+    #: ``SQS_JOBS_QUEUE_NAME_PREFIX``: put before every queue ``name`` (not ``url``).
+    queue_name_prefix: str = ""
     #: ``SQS_JOBS_ENDPOINT_URL``: the SQS endpoint, e.g. a local server.
     endpoint_url: str | None = None
     #: ``SQS_JOBS_REGION_NAME``: the AWS region; boto3 resolves it when None.
@@ -96,10 +99,13 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
             ' definition, e.g. {"default": {"name": "my-app-jobs"}}'
         )
     queues = _queues(config[f"{PREFIX}QUEUES"])
-    definitions = _definitions(queues)
+    name_prefix = config.get(f"{PREFIX}QUEUE_NAME_PREFIX")
+    name_prefix = "" if name_prefix is None else name_prefix
+    definitions = _prefixed(_definitions(queues), name_prefix)
     return Config(
         queues={name: dict(t.cast(t.Any, d)) for name, d in queues.items()},
         definitions=definitions,
+        queue_name_prefix=name_prefix,
         endpoint_url=_endpoint_url(_optional_str(config, "ENDPOINT_URL")),
         region_name=_optional_str(config, "REGION_NAME"),
         idle_wait_seconds=_idle_wait(config.get(f"{PREFIX}IDLE_WAIT_SECONDS", 20)),
@@ -173,6 +179,15 @@ def _definitions(value: cabc.Mapping[str, t.Any]) -> dict[str, QueueDefinition]:
         return parse_queue_definitions(value)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{PREFIX}QUEUES: {exc}") from None
+
+
+def _prefixed(
+    definitions: dict[str, QueueDefinition], prefix: object
+) -> dict[str, QueueDefinition]:
+    try:
+        return add_name_prefix(definitions, prefix)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{PREFIX}QUEUE_NAME_PREFIX {exc}") from None
 
 
 def _optional_str(config: cabc.Mapping[str, t.Any], name: str) -> str | None:

@@ -66,8 +66,9 @@ class QueueGroup(NamedQueues):
 
         Each definition has exactly one of ``name`` (resolved with GetQueueUrl)
         or ``url``, and optionally ``weight`` (a positive int, default 1),
-        ``visibility_timeout``, ``max_runtime_seconds`` and
-        ``retry_backoff_seconds`` (see :class:`SqsQueue`).
+        ``visibility_timeout``, ``max_runtime_seconds``,
+        ``retry_backoff_seconds`` and ``heartbeat_fraction`` (see
+        :class:`SqsQueue`).
 
         :param resolve: look queue names up now; with False each name is
             looked up on first use instead.

@@ -49,6 +49,7 @@ from ._limits import MAX_DEFERRAL_SECONDS
 from ._limits import MAX_DELAY_SECONDS
 from ._limits import MAX_ID_LENGTH
 from ._limits import MAX_MESSAGE_ATTRIBUTES
+from ._limits import MAX_QUEUE_NAME_LENGTH
 from ._limits import MAX_VISIBILITY_TIMEOUT
 from ._limits import MAX_WAIT_SECONDS
 from ._middleware import check_single_trace_injector
@@ -67,6 +68,7 @@ from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
 
 __all__ = [
+    "MAX_QUEUE_NAME_LENGTH",
     "Claim",
     "ClaimState",
     "DEFAULT_IDEMPOTENCY_TTL_SECONDS",

@@ -18,6 +18,8 @@ MAX_WAIT_SECONDS = 20
 #: Entries in one SendMessageBatch, DeleteMessageBatch or
 #: ChangeMessageVisibilityBatch request, and messages in one ReceiveMessage.
 MAX_BATCH_ENTRIES = 10
+#: The longest queue name SQS accepts, the ``.fifo`` suffix included.
+MAX_QUEUE_NAME_LENGTH = 80
 #: The queue default for MaximumMessageSize (1 MiB), used when the queue's own
 #: setting cannot be read.
 DEFAULT_MAX_MESSAGE_SIZE = 1_048_576

@@ -64,6 +64,8 @@ class HealthServer:
         self.max_age = max_age
         self.metrics = metrics
         self._started = time.monotonic()
+        if metrics is not None:
+            metrics.bind_health(lambda: self.check()[0])
         self._server = ProbeServer(host, port, self._answer, name="sqs-jobs-health")
 
     @property
@@ -98,12 +100,14 @@ class HealthServer:
         worker = self.worker
         failures = worker.queue_failures()
         errors = worker.queue_errors()
-        age = worker.last_receive_age
+        stats = worker.stats()
+        age = stats["last_receive_age"]
         return {
             "healthy": healthy,
             "reason": reason,
-            "busy_slots": worker.busy_slots,
+            "busy_slots": stats["busy_slots"],
             "last_receive_age_seconds": None if age is None else round(age, 3),
+            "outcomes": stats["outcomes"],
             "queues": {
                 name: {
                     "consecutive_receive_failures": count,

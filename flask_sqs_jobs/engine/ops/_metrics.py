@@ -3,12 +3,16 @@
 Series: ``sqs_jobs_jobs_total{queue,job_type,outcome}``,
 ``sqs_jobs_job_duration_seconds{queue,job_type}`` (histogram),
 ``sqs_jobs_receive_errors_total{queue}``, ``sqs_jobs_busy_slots``,
-``sqs_jobs_last_receive_age_seconds``, ``sqs_jobs_schedule_ticks_total{schedule}`` and
-``sqs_jobs_store_errors_total{part}`` (failed job-store writes of this process).
+``sqs_jobs_last_receive_age_seconds``, ``sqs_jobs_healthy`` (1 while ``/healthz``
+would answer 200), ``sqs_jobs_malformed_total{queue,reason}``,
+``sqs_jobs_unknown_job_type_total{queue}``, ``sqs_jobs_schedule_ticks_total{schedule}``
+and ``sqs_jobs_store_errors_total{part}`` (failed job-store writes of this process).
 """
 
 from __future__ import annotations
 
+import collections.abc as cabc
+import time
 import typing as t
 
 try:
@@ -20,6 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..model import Hooks
@@ -29,6 +34,11 @@ from ._store_errors import store_error_counts
 
 if t.TYPE_CHECKING:
     from ..worker import JobWorker
+    from ..worker import WorkerCounts
+
+#: ``/healthz``'s limit, for a worker whose metrics are bound without a health
+#: server (``HealthServer`` binds its own rule).
+DEFAULT_HEALTH_MAX_AGE = 60.0
 
 #: Job durations range from milliseconds to the hour-long maximum runtime.
 DURATION_BUCKETS = (
@@ -100,12 +110,37 @@ class PrometheusMetrics(Hooks):
             registry=self.registry,
         )
 
+        self._health: cabc.Callable[[], bool] = lambda: False
+        self._counts: WorkerCounts | None = None
+        self.registry.register(_Healthy(lambda: self._health()))
+        self.registry.register(_WorkerCounts(lambda: self._counts))
         self.registry.register(_StoreErrors())
 
     def bind(self, worker: JobWorker) -> None:
-        """Read the gauges from ``worker`` at each scrape."""
+        """Read the gauges and the worker's counts from ``worker`` at each scrape.
+
+        ``sqs_jobs_healthy`` follows ``/healthz``'s rule with its default
+        limit until a :class:`~flask_sqs_jobs.engine.HealthServer` serving
+        these metrics binds its own (:meth:`bind_health`).
+        """
         self.busy_slots.set_function(lambda: worker.busy_slots)
         self.last_receive_age.set_function(lambda: worker.last_receive_age or 0.0)
+        self._counts = worker.counts
+        bound_at = time.monotonic()
+
+        def healthy() -> bool:
+            if worker.busy_slots:
+                return True
+            age = worker.last_receive_age
+            if age is None:
+                age = time.monotonic() - bound_at
+            return age <= DEFAULT_HEALTH_MAX_AGE
+
+        self._health = healthy
+
+    def bind_health(self, healthy: cabc.Callable[[], bool]) -> None:
+        """Read ``sqs_jobs_healthy`` from ``healthy`` (what ``/healthz`` says)."""
+        self._health = healthy
 
     def render(self) -> tuple[bytes, str]:
         """Return the exposition text and its content type."""
@@ -128,6 +163,50 @@ class PrometheusMetrics(Hooks):
 
     def schedule_fired(self, schedule: str) -> None:
         self.schedule_ticks.labels(schedule).inc()
+
+
+class _Healthy(Collector):
+    """``sqs_jobs_healthy``: 1 while ``/healthz`` would answer 200, else 0."""
+
+    def __init__(self, healthy: cabc.Callable[[], bool]) -> None:
+        self._healthy = healthy
+
+    def collect(self) -> t.Iterable[prometheus_client.Metric]:
+        yield GaugeMetricFamily(
+            "sqs_jobs_healthy",
+            "1 while /healthz would answer 200, else 0.",
+            value=1 if self._healthy() else 0,
+        )
+
+
+class _WorkerCounts(Collector):
+    """Messages that never reached a handler, from the worker's own counts."""
+
+    def __init__(self, counts: cabc.Callable[[], WorkerCounts | None]) -> None:
+        self._counts = counts
+
+    def collect(self) -> t.Iterable[prometheus_client.Metric]:
+        counts = self._counts()
+        malformed = CounterMetricFamily(
+            "sqs_jobs_malformed",
+            "Received messages that are not valid jobs, by reason.",
+            labels=["queue", "reason"],
+        )
+        for (queue, reason), count in sorted(
+            counts.malformed_counts().items() if counts else ()
+        ):
+            malformed.add_metric([queue, reason], count)
+        yield malformed
+        unknown = CounterMetricFamily(
+            "sqs_jobs_unknown_job_type",
+            "Received jobs of a type this worker has no handler for.",
+            labels=["queue"],
+        )
+        for queue, count in sorted(
+            counts.unknown_job_type_counts().items() if counts else ()
+        ):
+            unknown.add_metric([queue], count)
+        yield unknown
 
 
 class _StoreErrors(Collector):

@@ -7,6 +7,7 @@ and large payloads through S3.
 
 from __future__ import annotations
 
+from ._definitions import add_name_prefix
 from ._definitions import parse_queue_definitions
 from ._definitions import QueueDefinition
 from ._group_commit import error_code
@@ -42,6 +43,7 @@ from ._wire import DecodedBody
 from ._wire import dump_json
 from ._wire import encode_body
 from ._wire import format_utc
+from ._wire import MALFORMED_BODY_CODES
 from ._wire import message_size
 from ._wire import MessageAttributes
 from ._wire import parse_run_at
@@ -49,6 +51,8 @@ from ._wire import scheduled_for
 from ._wire import string_attribute
 
 __all__ = [
+    "MALFORMED_BODY_CODES",
+    "add_name_prefix",
     "CORRELATION_FIELDS_ATTRIBUTE",
     "CallError",
     "DEAD_LETTER_ATTRIBUTE",

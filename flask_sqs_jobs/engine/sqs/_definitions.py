@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
+import re
 import typing as t
 import urllib.parse
 
+from ..model import MAX_QUEUE_NAME_LENGTH
 from ._queue import check_queue_options
 from ._queue import SqsQueue
+from ._queue_options import DEFAULT_HEARTBEAT_FRACTION
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -27,7 +30,14 @@ DEFINITION_KEYS = frozenset(
         "visibility_timeout",
         "max_runtime_seconds",
         "retry_backoff_seconds",
+        "heartbeat_fraction",
     }
+)
+_OPTIONS = (
+    "visibility_timeout",
+    "max_runtime_seconds",
+    "retry_backoff_seconds",
+    "heartbeat_fraction",
 )
 
 
@@ -41,6 +51,7 @@ class QueueDefinition:
     visibility_timeout: int | None = None
     max_runtime_seconds: float = 3600
     retry_backoff_seconds: float | None = None
+    heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION
 
     @property
     def physical_name(self) -> str:
@@ -52,22 +63,11 @@ class QueueDefinition:
 
     def build_queue(self, boto_client: SQSClient) -> SqsQueue:
         """Return the :class:`SqsQueue`, without calling SQS."""
+        options = {key: getattr(self, key) for key in _OPTIONS}
         if self.url is not None:
-            return SqsQueue(
-                self.url,
-                boto_client=boto_client,
-                max_runtime_seconds=self.max_runtime_seconds,
-                visibility_timeout=self.visibility_timeout,
-                retry_backoff_seconds=self.retry_backoff_seconds,
-            )
+            return SqsQueue(self.url, boto_client=boto_client, **options)
         assert self.name is not None
-        return SqsQueue.from_name(
-            self.name,
-            boto_client=boto_client,
-            max_runtime_seconds=self.max_runtime_seconds,
-            visibility_timeout=self.visibility_timeout,
-            retry_backoff_seconds=self.retry_backoff_seconds,
-        )
+        return SqsQueue.from_name(self.name, boto_client=boto_client, **options)
 
 
 def parse_queue_definitions(
@@ -91,6 +91,45 @@ def parse_queue_definitions(
         else:
             parsed[name] = _parse(name, definition)
     return parsed
+
+
+#: What SQS allows in a queue name besides the ``.fifo`` suffix.
+_QUEUE_NAME_CHARACTERS = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def add_name_prefix(
+    definitions: cabc.Mapping[str, QueueDefinition], prefix: object
+) -> dict[str, QueueDefinition]:
+    """Return ``definitions`` with ``prefix`` before every ``name``; ``url``s stay.
+
+    :raises TypeError, ValueError: the prefix is not a str of the characters
+        SQS allows in a queue name, or makes a name longer than SQS allows.
+    """
+    if not isinstance(prefix, str):
+        raise TypeError(
+            f"must be a str such as 'staging-' (\"\" for none); got {prefix!r}"
+        )
+    if not _QUEUE_NAME_CHARACTERS.fullmatch(prefix):
+        raise ValueError(
+            "may hold only letters, digits, '-' and '_' (the characters SQS allows"
+            f" in a queue name); got {prefix!r}"
+        )
+    prefixed = dict(definitions)
+    if not prefix:
+        return prefixed
+    for logical, definition in definitions.items():
+        if definition.name is None:
+            continue
+        name = prefix + definition.name
+        if len(name) > MAX_QUEUE_NAME_LENGTH:
+            raise ValueError(
+                f"{prefix!r} makes the name of queue {logical!r} {len(name)}"
+                f" characters long ({name!r}); SQS allows at most"
+                f" {MAX_QUEUE_NAME_LENGTH}, .fifo included: shorten the prefix or"
+                " the queue's name"
+            )
+        prefixed[logical] = dataclasses.replace(definition, name=name)
+    return prefixed
 
 
 def check_queue_name(name: object) -> None:
@@ -136,11 +175,7 @@ def _parse(name: str, definition: object) -> QueueDefinition:
             f"queue {name!r}: {key!r} must be a non-empty str; got {value!r}"
         )
     weight = check_weight(name, definition.get("weight", 1))
-    options = {
-        k: definition[k]
-        for k in ("visibility_timeout", "max_runtime_seconds", "retry_backoff_seconds")
-        if k in definition
-    }
+    options = {k: definition[k] for k in _OPTIONS if k in definition}
     try:
         check_queue_options(**options)
     except ValueError as exc:

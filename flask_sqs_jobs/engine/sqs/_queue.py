@@ -20,6 +20,7 @@ from ._batch_calls import delete_batch
 from ._group_commit import error_code
 from ._group_commit import GroupCommit
 from ._queue_options import check_queue_options as check_queue_options
+from ._queue_options import DEFAULT_HEARTBEAT_FRACTION
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -73,6 +74,9 @@ class SqsQueue:
         visible again at once, which is handy in tests.
     :param retry_backoff_seconds: base of the exponential backoff applied when
         a handler raises; None leaves the visibility timeout to decide.
+    :param heartbeat_fraction: the heartbeat extends a held message's
+        visibility every ``visibility_timeout * heartbeat_fraction`` seconds
+        (0.1 to 0.5; default 1/3).
     :param large_payloads: store bodies too large for SQS in S3
         (:class:`~flask_sqs_jobs.engine.LargePayloads`); None sends them as is.
     """
@@ -86,6 +90,7 @@ class SqsQueue:
         visibility_timeout: int | None = None,
         retry_backoff_seconds: float | None = None,
         large_payloads: LargePayloads | None = None,
+        heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION,
     ) -> None:
         if not isinstance(url, str) or not url:
             raise ValueError(f"url must be a non-empty queue URL string; got {url!r}")
@@ -93,6 +98,7 @@ class SqsQueue:
             max_runtime_seconds=max_runtime_seconds,
             visibility_timeout=visibility_timeout,
             retry_backoff_seconds=retry_backoff_seconds,
+            heartbeat_fraction=heartbeat_fraction,
         )
         self._url: str | None = url
         #: The physical queue name, the last segment of the URL.
@@ -104,6 +110,7 @@ class SqsQueue:
         self.max_runtime_seconds = max_runtime_seconds
         self.visibility_timeout = visibility_timeout
         self.retry_backoff_seconds = retry_backoff_seconds
+        self.heartbeat_fraction = heartbeat_fraction
         self.large_payloads = large_payloads
         self._attributes: dict[str, str] | None = None
         self._attributes_failed_at = -ATTRIBUTES_RETRY_SECONDS
@@ -131,6 +138,7 @@ class SqsQueue:
         visibility_timeout: int | None = None,
         retry_backoff_seconds: float | None = None,
         large_payloads: LargePayloads | None = None,
+        heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION,
     ) -> t.Self:
         """Return a queue known by name; its URL is looked up on first use.
 
@@ -145,6 +153,7 @@ class SqsQueue:
             visibility_timeout=visibility_timeout,
             retry_backoff_seconds=retry_backoff_seconds,
             large_payloads=large_payloads,
+            heartbeat_fraction=heartbeat_fraction,
         )
         queue._url = None
         return queue

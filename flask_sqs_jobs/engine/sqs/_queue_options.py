@@ -7,12 +7,20 @@ import typing as t
 from ..model import is_finite_number
 from ..model import MAX_VISIBILITY_TIMEOUT
 
+#: The heartbeat's default: it extends a lease every third of its timeout.
+DEFAULT_HEARTBEAT_FRACTION = 1 / 3
+#: The range of ``heartbeat_fraction``: below, a short timeout would cost
+#: many calls; above, one slow or retried call would let the message go.
+MIN_HEARTBEAT_FRACTION = 0.1
+MAX_HEARTBEAT_FRACTION = 0.5
+
 
 def check_queue_options(
     *,
     max_runtime_seconds: object = 3600,
     visibility_timeout: object = None,
     retry_backoff_seconds: object = None,
+    heartbeat_fraction: object = DEFAULT_HEARTBEAT_FRACTION,
 ) -> None:
     """Raise ``ValueError`` naming the first invalid per-queue option."""
     if (
@@ -40,4 +48,14 @@ def check_queue_options(
         raise ValueError(
             "retry_backoff_seconds must be a positive, finite number, or None (off);"
             f" got {retry_backoff_seconds!r}"
+        )
+    if not is_finite_number(heartbeat_fraction) or not (
+        MIN_HEARTBEAT_FRACTION
+        <= t.cast(float, heartbeat_fraction)
+        <= MAX_HEARTBEAT_FRACTION
+    ):
+        raise ValueError(
+            f"heartbeat_fraction must be a number {MIN_HEARTBEAT_FRACTION} to"
+            f" {MAX_HEARTBEAT_FRACTION} (the share of the visibility timeout between"
+            f" two extensions; default 1/3); got {heartbeat_fraction!r}"
         )

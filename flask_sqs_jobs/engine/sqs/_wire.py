@@ -132,27 +132,44 @@ class DecodedBody:
     scheduled_for: object = None
 
 
+#: Why a body is not a job, as :func:`decode_body` says it, and the short code
+#: of each (the ``reason`` label of ``sqs_jobs_malformed_total``).
+MALFORMED_BODY_CODES = {
+    "body is not text": "not_text",
+    "body is not JSON": "not_json",
+    "body is JSON nested too deeply to read": "too_deep",
+    "body is not a JSON object": "not_object",
+    "job_type is missing or not a string": "bad_job_type",
+    "payload is missing or not a JSON object": "bad_payload",
+}
+_NOT_TEXT, _NOT_JSON, _TOO_DEEP, _NOT_OBJECT, _BAD_JOB_TYPE, _BAD_PAYLOAD = (
+    MALFORMED_BODY_CODES
+)
+
+
 def decode_body(body: object) -> DecodedBody | str:
     """Decode a message body, or return why it is not a job.
 
     Never raises: any input gives either a :class:`DecodedBody` or a short
-    reason (``"body is not JSON"``, ...), so a poison message cannot crash the
-    worker.
+    reason (``"body is not JSON"``, ...; the keys of
+    :data:`MALFORMED_BODY_CODES`), so a poison message cannot crash the worker.
     """
     if not isinstance(body, str):
-        return "body is not text"
+        return _NOT_TEXT
     try:
         data = json.loads(body)
-    except (ValueError, RecursionError):
-        return "body is not JSON"
+    except ValueError:
+        return _NOT_JSON
+    except RecursionError:
+        return _TOO_DEEP
     if not isinstance(data, dict):
-        return "body is not a JSON object"
+        return _NOT_OBJECT
     job_type = data.get("job_type")
     if not isinstance(job_type, str):
-        return "job_type is missing or not a string"
+        return _BAD_JOB_TYPE
     payload = data.get("payload")
     if not isinstance(payload, dict):
-        return "payload is missing or not a JSON object"
+        return _BAD_PAYLOAD
     run_at = data.get("run_at")
     return DecodedBody(
         job_type,

@@ -14,8 +14,10 @@ from ._services import WorkerService
 from ._settling import Settler
 from ._worker import JobWorker
 from ._worker import pause
+from ._worker_counts import WorkerCounts
 
 __all__ = [
+    "WorkerCounts",
     "Delivery",
     "Heartbeat",
     "JobGuard",

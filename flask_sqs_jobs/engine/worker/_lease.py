@@ -24,10 +24,11 @@ class Lease:
     """One received message the worker holds, running or waiting for a slot.
 
     While a lease is tracked, the heartbeat extends the message's visibility
-    every ``visibility_timeout / 3`` seconds, never past the 12 hours SQS
-    grants a receive. A lease fails when an extension fails, its job runs past
-    ``max_runtime_seconds`` or those 12 hours end; from then on the worker no
-    longer owns the message and must not delete it.
+    every ``visibility_timeout * heartbeat_fraction`` seconds (its queue's),
+    never past the 12 hours SQS grants a receive. A lease fails when an
+    extension fails, its job runs past ``max_runtime_seconds`` or those 12
+    hours end; from then on the worker no longer owns the message and must
+    not delete it.
     """
 
     __slots__ = (
@@ -62,7 +63,7 @@ class Lease:
         self.message_id = message_id
         self.received_at = received_at
         self.visibility_timeout = queue.visibility_timeout or 0
-        self.interval = self.visibility_timeout / 3
+        self.interval = self.visibility_timeout * queue.heartbeat_fraction
         self.next_due = received_at + self.interval
         self.job_deadline: float | None = None
         self.abort: threading.Event | None = None

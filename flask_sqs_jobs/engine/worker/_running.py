@@ -46,6 +46,7 @@ from ..sqs import scheduled_for
 from ._delivery import Delivery
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
+from ._worker_counts import WorkerCounts
 
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
@@ -188,6 +189,8 @@ class JobRunner:
         guard: JobGuard | None = None,
     ) -> None:
         self.handlers = handlers
+        #: What the worker counts; the settler counts into the same.
+        self.counts = WorkerCounts()
         self._middleware = tuple(middleware)
         self._heartbeat = heartbeat
         self._hooks = hooks
@@ -234,6 +237,7 @@ class JobRunner:
         )
         if invalid:
             log.warning("job_id_invalid", sent_job_id=shown_job_id(decoded.job_id))
+            self.counts.malformed(delivery.queue_name, "bad_job_id")
         handler = self.handlers.get(decoded.job_type)
         if handler is None:
             return Ran(delivery, Kind.UNKNOWN, scope)

@@ -29,6 +29,7 @@ from ..model import Verdict
 from ..sqs import after_delete
 from ..sqs import CallError
 from ..sqs import is_lost_ownership
+from ..sqs import MALFORMED_BODY_CODES
 from ._delivery import Delivery
 from ._heartbeat import Heartbeat
 from ._large_payloads_settling import settle_unread
@@ -41,6 +42,7 @@ from ._retry_log import log_retrying
 from ._running import DELETED_OUTCOMES
 from ._running import Kind
 from ._running import Ran
+from ._worker_counts import WorkerCounts
 
 log = structlog.get_logger(__name__)
 job_log = structlog.get_logger("flask_sqs_jobs.job")
@@ -75,7 +77,9 @@ class Settler:
         known_job_types: t.Callable[[], list[str]],
         *,
         delete_linger: float = 0.0,
+        counts: WorkerCounts | None = None,
     ) -> None:
+        self.counts = counts or WorkerCounts()
         self._delete_linger = delete_linger
         self._heartbeat = heartbeat
         self._hooks = hooks
@@ -94,6 +98,9 @@ class Settler:
     def _settle(self, ran: Ran) -> Outcome | None:
         delivery = ran.delivery
         if ran.kind is Kind.MALFORMED:
+            # A reason decode_body does not give is a large-payload pointer's.
+            code = MALFORMED_BODY_CODES.get(ran.reason, "bad_pointer")
+            self.counts.malformed(delivery.queue_name, code)
             if self._discard_malformed(delivery, ran.reason):
                 after_delete(delivery.queue, ran.pointer)
             return None
@@ -101,6 +108,7 @@ class Settler:
             self._settle_unfetched(ran)
             return None
         if ran.kind is Kind.UNKNOWN:
+            self.counts.unknown_job_type(delivery.queue_name)
             self._hide_unknown(delivery)
             return None
         if ran.kind is Kind.DEFERRED:
@@ -285,6 +293,7 @@ class Settler:
             if not isinstance(exc, RetryJob):
                 fields["exc_info"] = exc
         getattr(job_log, _LEVELS.get(result.outcome, "error"))("job_finished", **fields)
+        self.counts.outcome(result.outcome)
         assert ran.job is not None
         # The scope closes with the final verdict's exception (none on success).
         ran.outcome, ran.exception = result.outcome, exc

@@ -143,15 +143,19 @@ class JobWorker:
         self._state = state = WorkerState(self._names, weights, concurrency, health)
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = state.stop_event
+        runner = JobRunner(
+            self._handlers, queues.middleware, self._heartbeat, self._hooks, guard
+        )
+        #: What the worker counted: outcomes, malformed messages, unknown types.
+        self.counts = runner.counts
         processing = JobProcessing(
-            JobRunner(
-                self._handlers, queues.middleware, self._heartbeat, self._hooks, guard
-            ),
+            runner,
             Settler(
                 self._heartbeat,
                 self._hooks,
                 lambda: sorted(self._handlers),
                 delete_linger=DELETE_LINGER_SECONDS if concurrency > 1 else 0.0,
+                counts=self.counts,
             ),
             self._heartbeat,
             state,
@@ -237,6 +241,15 @@ class JobWorker:
         state = self._state
         at = state.last_receive_at or state.started_at
         return None if at is None else time.monotonic() - at
+
+    def stats(self) -> dict[str, t.Any]:
+        """``busy_slots``, ``last_receive_age`` (the properties) and ``outcomes``:
+        jobs settled so far per outcome, every outcome listed (0 when none)."""
+        return {
+            "busy_slots": self.busy_slots,
+            "last_receive_age": self.last_receive_age,
+            "outcomes": self.counts.outcomes(),
+        }
 
     def queue_failures(self) -> dict[str, int]:
         """Consecutive receive failures per queue (0 for a healthy queue)."""
