@@ -15,6 +15,7 @@ from ._cli_common import option
 from ._cli_common import printable
 from ._cli_common import table
 from ._worker_presence import STALE_AFTER_SECONDS
+from .engine._shown_json import shown as shown_json
 from .store._records import WorkerRecord
 
 if t.TYPE_CHECKING:
@@ -51,6 +52,7 @@ def job_command(job_id: str, as_json: bool) -> None:
             " after SQS_JOBS_RECORD_RETENTION_SECONDS"
         )
     fields = record.as_dict()
+    fields["result"] = shown_json(fields.get("result"), "the result")
     if as_json:
         click.echo(_dumps(fields))
         return
