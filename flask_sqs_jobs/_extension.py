@@ -155,9 +155,11 @@ class SQSJobs(Registering, Producing, TaskRegistry):
     ) -> Blueprint:
         """A blueprint of the operators' dashboard; register it under a prefix.
 
-        ``authorize()`` is called on every request: False answers 403. Without
-        it this raises ``ValueError`` unless ``allow_anonymous=True``. See
-        ``docs/dashboard.md``.
+        ``authorize()`` is called on every request: ``True`` lets it through, a
+        Response it returns is the answer, False or None answers 403, anything
+        else 500 (logged). Without it this raises ``ValueError`` unless
+        ``allow_anonymous=True``; such a dashboard answers loopback ``Host``
+        names only, or the app's ``TRUSTED_HOSTS``. See ``docs/dashboard.md``.
         """
         from .dashboard import make_dashboard
 

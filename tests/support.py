@@ -122,3 +122,32 @@ def queue_counts(client: SQSClient, url: str) -> tuple[int, int, int]:
 def message_count(client: SQSClient, url: str) -> int:
     """Visible + in flight + delayed messages on the queue (moto reports exactly)."""
     return sum(queue_counts(client, url))
+
+
+class SourceArnClient:
+    """A boto3 SQS client whose received messages carry ``DeadLetterQueueSourceArn``.
+
+    SQS sets that attribute on a message its redrive policy moved; moto does
+    not. ``arns`` maps a MessageId to the source queue's ARN to report.
+    """
+
+    def __init__(self, client: SQSClient, arns: dict[str, str]) -> None:
+        self._client = client
+        self.arns = arns
+
+    def __getattr__(self, name: str) -> t.Any:
+        return getattr(self._client, name)
+
+    def receive_message(self, **params: t.Any) -> t.Any:
+        response = self._client.receive_message(**params)
+        for message in response.get("Messages", []):
+            arn = self.arns.get(message["MessageId"])
+            if arn is not None:
+                message.setdefault("Attributes", {})["DeadLetterQueueSourceArn"] = arn
+        return response
+
+
+def queue_arn(client: SQSClient, url: str) -> str:
+    return client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]

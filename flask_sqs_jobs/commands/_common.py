@@ -136,10 +136,12 @@ def table(rows: list[list[str]]) -> str:
 def printable(value: object) -> str:
     """``str(value)`` with control characters escaped, safe to print on a terminal.
 
-    C0 and C1 controls, DEL and lone surrogates become ``\\n``, ``\\xNN`` or
-    ``\\uNNNN`` as in Python's ``repr`` (the same escaping as the worker's log
-    lines), so a crafted dead letter can neither start a line of its own nor
-    send escape sequences to the terminal.
+    C0 and C1 controls, DEL, lone surrogates and the characters that hide or
+    reorder text (bidi overrides, zero-width characters, line separators)
+    become ``\\n``, ``\\xNN`` or ``\\uNNNN`` as in Python's ``repr`` (the same
+    escaping as the worker's log lines), so a crafted dead letter can neither
+    start a line of its own, send escape sequences to the terminal, nor read
+    otherwise than it is.
     """
     return escape(str(value))
 

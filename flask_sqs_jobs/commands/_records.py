@@ -9,6 +9,7 @@ import typing as t
 import click
 from flask.cli import with_appcontext
 
+from ..engine.model import shown as shown_json
 from ..store.model import WorkerRecord
 from ..store.records import get_job
 from ..store.records import STALE_AFTER_SECONDS
@@ -51,6 +52,7 @@ def job_command(job_id: str, as_json: bool) -> None:
             " after SQS_JOBS_RECORD_RETENTION_SECONDS"
         )
     fields = record.as_dict()
+    fields["result"] = shown_json(fields.get("result"), "the result")
     if as_json:
         click.echo(_dumps(fields))
         return

@@ -6,6 +6,7 @@ import collections.abc as cabc
 import dataclasses
 import typing as t
 
+from flask import abort
 from flask import Blueprint
 from flask import current_app
 from flask import Flask
@@ -14,8 +15,11 @@ from flask import render_template
 from flask import request
 from flask import Response
 from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Response as BaseResponse
 
 from ..engine.model import escape
+from ._request_checks import cross_site_problem
+from ._request_checks import loopback_host_problem
 from ._security import add_security_headers
 from ._security import check_authorized
 from ._security import csrf_token
@@ -26,6 +30,13 @@ if t.TYPE_CHECKING:
     from .._extension import SQSJobs
 
 Authorize: t.TypeAlias = cabc.Callable[[], object]
+
+ANONYMOUS_HOSTS = (
+    "This dashboard has no login (allow_anonymous=True), so it answers only"
+    " requests addressed to this machine itself. To serve it under another name,"
+    " list that name in app.config['TRUSTED_HOSTS'], or mount it with"
+    " authorize= behind the app's login."
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +86,7 @@ def make_dashboard(
         static_url_path="/static",
     )
     dashboard = Dashboard(jobs, served_app)
-    blueprint.before_request(lambda: check_authorized(authorize))
+    blueprint.before_request(lambda: check_request(authorize))
     blueprint.after_request(add_security_headers)
     blueprint.register_error_handler(HTTPException, _http_error)
 
@@ -90,6 +101,23 @@ def make_dashboard(
     _views_queues.register(blueprint, dashboard)
     _views_store.register(blueprint, dashboard)
     return blueprint
+
+
+def check_request(authorize: Authorize | None) -> BaseResponse | None:
+    """What runs before every view: the Host, the site, then ``authorize()``.
+
+    Without ``authorize`` the ``Host`` must be a loopback name (421), unless
+    the app lists its own in ``TRUSTED_HOSTS`` (Flask then checks them). A
+    state-changing request from another site is a 403 for every dashboard.
+    """
+    if authorize is None and not current_app.config.get("TRUSTED_HOSTS"):
+        problem = loopback_host_problem(request.host)
+        if problem is not None:
+            abort(421, description=f"{problem}. {ANONYMOUS_HOSTS}")
+    problem = cross_site_problem(request)
+    if problem is not None:
+        abort(403, description=problem[0].upper() + problem[1:] + ".")
+    return check_authorized(authorize)
 
 
 def wants_json() -> bool:
@@ -111,17 +139,18 @@ def respond(
 
 
 def shown(value: t.Any) -> t.Any:
-    """``value`` with every string made printable (controls, lone surrogates).
+    """``value`` with every string, keys too, made printable (:func:`escape`).
 
-    Newlines stay (a payload is shown pretty-printed); HTML renders them as
-    spaces elsewhere.
+    Controls, lone surrogates, bidi overrides, zero-width and other invisible
+    characters are shown escaped (``\\u202e``). Newlines stay (a payload is
+    shown pretty-printed); HTML renders them as spaces elsewhere.
     Autoescaping then takes care of HTML; this keeps a crafted message from
-    breaking the page's encoding or hiding text behind control characters.
+    breaking the page's encoding, or hiding or reordering its text.
     """
     if isinstance(value, str):
         return "\n".join(escape(line) for line in value.split("\n"))
     if isinstance(value, dict):
-        return {k: shown(v) for k, v in value.items()}
+        return {shown(k): shown(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [shown(v) for v in value]
     return value

@@ -3,7 +3,9 @@
 The ``all`` cases reuse :func:`~flask_sqs_jobs.engine.ops._inspection.redrive`;
 a selection is found by receiving the dead-letter queue until every chosen
 message was seen (or SQS has nothing more), acting on those and putting every
-other message back at once.
+other message back at once. A redrive leaves in the dead-letter queue each
+letter that records another source queue than the one redriven to
+(:mod:`~flask_sqs_jobs.engine._letter_source`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import typing as t
 from ..engine.model import MAX_BATCH_ENTRIES
 from ..engine.ops import counts
 from ..engine.ops import make_visible
+from ..engine.ops import other_source
 from ..engine.ops import receive_batch
 from ..engine.ops import redrive
 from ..engine.ops import resend_params
@@ -30,45 +33,78 @@ _MAX_RECEIVES = 100
 
 @dataclasses.dataclass(frozen=True)
 class ActionResult:
-    """What an action did: messages redriven or deleted, not found, left after."""
+    """What an action did: messages redriven or deleted, not found, left after.
+
+    ``other_queues``: the letters a redrive left because they record another
+    source queue, by the name they record.
+    """
 
     done: int
     not_found: int
     left: int
+    other_queues: dict[str, int] = dataclasses.field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
+    def as_dict(self) -> dict[str, t.Any]:
+        """The counts; ``other_queues`` only when a letter was left for one."""
+        found = dataclasses.asdict(self)
+        if not self.other_queues:
+            del found["other_queues"]
+        return found
 
 
 def redrive_selected(
-    dead_letters: SqsQueue, target: SqsQueue, message_ids: cabc.Collection[str]
+    dead_letters: SqsQueue,
+    target: SqsQueue,
+    queue_name: str,
+    message_ids: cabc.Collection[str],
 ) -> ActionResult:
-    """Send each chosen dead letter to ``target``, then delete it from the DLQ.
+    """Send each chosen dead letter to ``target`` (``queue_name``), then delete it.
 
     A send that fails raises before its message is deleted: the message and
     every one not yet handled are made visible again in the dead-letter queue.
+    A letter that records another source queue is left where it is.
     """
+    elsewhere: dict[str, int] = {}
 
-    def act(message: MessageTypeDef) -> None:
+    def act(message: MessageTypeDef) -> bool:
+        source = other_source(message, queue_name, target)
+        if source is not None:
+            elsewhere[source] = elsewhere.get(source, 0) + 1
+            return False
         target.send(resend_params(message, fifo=target.is_fifo))
         _delete(dead_letters, message)
+        return True
 
-    return _for_each_chosen(dead_letters, message_ids, act)
+    result = _for_each_chosen(dead_letters, message_ids, act)
+    return dataclasses.replace(result, other_queues=elsewhere)
 
 
 def delete_selected(
     dead_letters: SqsQueue, message_ids: cabc.Collection[str]
 ) -> ActionResult:
     """Delete each chosen dead letter (an offloaded payload's S3 object stays)."""
-    return _for_each_chosen(
-        dead_letters, message_ids, lambda message: _delete(dead_letters, message)
+
+    def act(message: MessageTypeDef) -> bool:
+        _delete(dead_letters, message)
+        return True
+
+    return _for_each_chosen(dead_letters, message_ids, act)
+
+
+def redrive_all(
+    dead_letters: SqsQueue, target: SqsQueue, queue_name: str
+) -> ActionResult:
+    """Move every dead letter of ``target`` (``queue_name``) back to it.
+
+    Each is sent, then deleted; one that records another source queue stays.
+    """
+    result = redrive(dead_letters, target, queue_name=queue_name)
+    return ActionResult(
+        done=result.moved,
+        not_found=0,
+        left=result.left,
+        other_queues=result.other_sources,
     )
-
-
-def redrive_all(dead_letters: SqsQueue, target: SqsQueue) -> ActionResult:
-    """Move every dead letter back to ``target`` (send, then delete)."""
-    result = redrive(dead_letters, target)
-    return ActionResult(done=result.moved, not_found=0, left=result.left)
 
 
 def delete_all(dead_letters: SqsQueue) -> ActionResult:
@@ -88,8 +124,9 @@ def delete_all(dead_letters: SqsQueue) -> ActionResult:
 def _for_each_chosen(
     dead_letters: SqsQueue,
     message_ids: cabc.Collection[str],
-    act: cabc.Callable[[MessageTypeDef], None],
+    act: cabc.Callable[[MessageTypeDef], bool],
 ) -> ActionResult:
+    """Call ``act`` on each chosen message; one it returns False for goes back."""
     wanted = set(message_ids)
     seen: set[str] = set()
     others: list[MessageTypeDef] = []
@@ -105,9 +142,11 @@ def _for_each_chosen(
             for message in fresh:
                 (pending if message["MessageId"] in wanted else others).append(message)
             while pending:
-                act(pending[0])
+                if act(pending[0]):
+                    done += 1
+                else:
+                    others.append(pending[0])
                 pending.pop(0)
-                done += 1
     finally:
         make_visible(dead_letters, others + pending)
     return ActionResult(

@@ -1,5 +1,12 @@
 """The dashboard's defences: authorize(), CSRF tokens, response headers.
 
+``authorize()`` follows Flask's ``before_request`` convention, strictly:
+exactly ``True`` lets the request through, a Response is the answer (a
+redirect to a login page, say), False or None is a 403, and anything else is
+a mistake in the app (a function returned uncalled, a string, a truthy
+object): a 500, logged as ``dashboard_authorize_invalid`` with what was
+returned, and never a pass.
+
 CSRF: a random value is kept in the app's (signed) session, and the form
 carries that value signed with ``SECRET_KEY`` through itsdangerous. A POST is
 accepted only when its token verifies and names this session's value, so a
@@ -20,6 +27,9 @@ from flask import Response
 from flask import session
 from itsdangerous import BadSignature
 from itsdangerous import URLSafeTimedSerializer
+from werkzeug.wrappers import Response as BaseResponse
+
+from ..engine.model import loggable_text
 
 log = structlog.get_logger(__name__)
 
@@ -62,17 +72,50 @@ class CsrfError(Exception):
     """A state-changing request without a valid token; the text says why."""
 
 
-def check_authorized(authorize: cabc.Callable[[], object] | None) -> None:
-    """Call ``authorize()``: False is a 403, an exception a 500 (logged, not shown)."""
+def check_authorized(
+    authorize: cabc.Callable[[], object] | None,
+) -> BaseResponse | None:
+    """Call ``authorize()``: None to go on, or the Response it returned.
+
+    False or None is a 403; an exception, or any value but True, False, None
+    and a Response, a 500 (logged, not shown).
+    """
     if authorize is None:
-        return
+        return None
     try:
         allowed = authorize()
     except Exception:
         log.exception("dashboard_authorize_failed", path=request.path)
         abort(500)
-    if not allowed:
+    if allowed is True:
+        return None
+    if isinstance(allowed, BaseResponse):
+        return allowed
+    if allowed is False or allowed is None:
         abort(403)
+    log.error(
+        "dashboard_authorize_invalid",
+        path=request.path,
+        returned=loggable_text(_describe(allowed)),
+        fix=(
+            "authorize() must return True to let the request through, False or"
+            " None to refuse it (403), or a Response to answer with (e.g."
+            " redirect(url_for('login'))); it returned something else"
+            + (", a function: call it" if callable(allowed) else "")
+        ),
+    )
+    abort(500)
+
+
+def _describe(value: object) -> str:
+    """``value`` as the log shows it: its type, and its repr when short."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = "(repr failed)"
+    if len(text) > 80:
+        text = text[:80] + "..."
+    return f"{type(value).__module__}.{type(value).__qualname__}: {text}"
 
 
 def has_secret_key() -> bool:

@@ -21,6 +21,7 @@ import typing as t
 
 from flask import Flask
 
+from ..engine.model import shown
 from ..store.model import DEAD_LETTERED
 from ..store.model import FAILED
 from ..store.model import JobRecord
@@ -137,10 +138,13 @@ def throughput(
 
 
 def as_fields(item: object, fields: cabc.Iterable[str]) -> dict[str, t.Any]:
-    """The named fields of a record or worker (a dataclass, a mapping, an object)."""
+    """The named fields of a record or worker (a dataclass, a mapping, an object);
+    a value nested too deep to show (a job's result) is ``{"unreadable": why}``."""
     if isinstance(item, cabc.Mapping):
-        return {name: item.get(name) for name in fields}
-    return {name: getattr(item, name, None) for name in fields}
+        found = {name: item.get(name) for name in fields}
+    else:
+        found = {name: getattr(item, name, None) for name in fields}
+    return {name: shown(value, f"the {name}") for name, value in found.items()}
 
 
 def json_ready(value: t.Any) -> t.Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import typing as t
 
 import structlog
@@ -17,8 +16,6 @@ from ..config import AWSSetupError
 from ..engine.model import QueueNotFoundError
 from ..engine.ops import counts
 from ..engine.ops import dead_letter_queue
-from ..engine.ops import describe_dead_letter
-from ..engine.ops import peek
 from ._blueprint import Dashboard
 from ._blueprint import respond
 from ._charts import chart
@@ -27,8 +24,9 @@ from ._dead_letters import delete_all
 from ._dead_letters import delete_selected
 from ._dead_letters import redrive_all
 from ._dead_letters import redrive_selected
+from ._letters_page import dead_letters_data
+from ._request_checks import peek_refusal
 from ._security import check_csrf
-from ._security import csrf_token
 from ._security import CsrfError
 from ._store_views import throughput
 from ._store_views import Unavailable
@@ -43,8 +41,6 @@ SQS_ERRORS = (BotoCoreError, ClientError, QueueNotFoundError, AWSSetupError)
 #: Dead letters shown by default, and at most.
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
-#: Characters of a body or payload shown.
-PREVIEW_CHARS = 2000
 ACTIONS = ("redrive", "delete")
 SCOPES = ("selected", "all")
 MAX_MESSAGE_ID = 128
@@ -66,9 +62,10 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         limit = max(1, min(MAX_LIMIT, limit or DEFAULT_LIMIT))
         queue = _configured(dashboard, name)
         try:
-            return respond(
-                "dead_letters.html", dead_letters_data(dashboard, name, queue, limit)
+            data = dead_letters_data(
+                dashboard, name, queue, limit, peek_refusal(request)
             )
+            return respond("dead_letters.html", data)
         except SQS_ERRORS as exc:
             return _sqs_failed(exc)
 
@@ -94,7 +91,7 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         if request.form.get("confirmed") != "yes":
             return respond("confirm.html", {**order, "confirmed": False})
         try:
-            result = _perform(queue, action, scope, message_ids)
+            result = _perform(name, queue, action, scope, message_ids)
         except SQS_ERRORS as exc:
             log.warning("dashboard_action_failed", queue=name, action=action)
             return _sqs_failed(
@@ -149,62 +146,6 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
     return data
 
 
-def dead_letters_data(
-    dashboard: Dashboard, name: str, queue: SqsQueue, limit: int
-) -> dict[str, t.Any]:
-    """A queue's dead letters, peeked (made visible again at once, never deleted)."""
-    dlq = dead_letter_queue(queue)
-    data: dict[str, t.Any] = {
-        "queue": name,
-        "dead_letter_queue": None,
-        "counts": None,
-        "limit": limit,
-        "payloads_shown": dashboard.show_payloads(),
-        "dead_letters": [],
-        # For scripts: the token of this session, as the page's forms carry it.
-        "csrf_token": csrf_token(),
-    }
-    if dlq is None:
-        return data
-    data["dead_letter_queue"] = dlq.url
-    data["counts"] = counts(dlq).as_dict()
-    letters = [describe_dead_letter(message) for message in peek(dlq, limit)]
-    data["dead_letters"] = [_letter(x, data["payloads_shown"]) for x in letters]
-    return data
-
-
-def _letter(letter: dict[str, t.Any], show_payloads: bool) -> dict[str, t.Any]:
-    reason = letter["dead_letter"]
-    if reason is not None and not isinstance(reason, dict):
-        reason = {"error": json.dumps(reason)}
-    sent = letter.get("sent_timestamp")
-    entry = {
-        "message_id": letter["message_id"],
-        "job_type": letter["job_type"],
-        "reason": reason,
-        "receive_count": letter["receive_count"],
-        "sent_at": _from_millis(sent),
-        "offloaded_bytes": letter["offloaded_bytes"],
-        "preview": None,
-        "truncated": False,
-    }
-    if show_payloads:
-        if letter["payload"] is not None:
-            text = json.dumps(letter["payload"], indent=2, ensure_ascii=False)
-        else:
-            text = str(letter["body"] or "")
-        entry["preview"] = text[:PREVIEW_CHARS]
-        entry["truncated"] = len(text) > PREVIEW_CHARS
-    return entry
-
-
-def _from_millis(value: object) -> dt.datetime | None:
-    try:
-        return dt.datetime.fromtimestamp(int(str(value)) / 1000, dt.UTC)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def _configured(dashboard: Dashboard, name: str) -> SqsQueue:
     """The configured queue ``name``; a 404 for any other name."""
     app = dashboard.app()
@@ -231,15 +172,15 @@ def _check_action(action: str, scope: str, message_ids: list[str]) -> str | None
 
 
 def _perform(
-    queue: SqsQueue, action: str, scope: str, message_ids: list[str]
+    name: str, queue: SqsQueue, action: str, scope: str, message_ids: list[str]
 ) -> ActionResult:
     dlq = dead_letter_queue(queue)
     if dlq is None:
         abort(404, description="This queue has no dead-letter queue.")
     if action == "redrive":
         if scope == "all":
-            return redrive_all(dlq, queue)
-        return redrive_selected(dlq, queue, message_ids)
+            return redrive_all(dlq, queue, name)
+        return redrive_selected(dlq, queue, name, message_ids)
     if scope == "all":
         return delete_all(dlq)
     return delete_selected(dlq, message_ids)

@@ -92,24 +92,30 @@ def dead_letter(
     *,
     error: str = "boom",
     error_type: str = "ValueError",
+    source_queue: str = "default",
+    reason_text: str | None = None,
+    body: str | None = None,
 ) -> str:
-    """Put a dead letter (with the worker's reason attribute) on ``url``."""
-    body = json.dumps(
-        {"job_type": job_type, "payload": payload or {"n": 1}, "job_id": "j-1"}
-    )
+    """Put a dead letter (with the worker's reason attribute) on ``url``.
+
+    ``reason_text`` and ``body`` replace the attribute's JSON and the body.
+    """
+    if body is None:
+        body = json.dumps(
+            {"job_type": job_type, "payload": payload or {"n": 1}, "job_id": "j-1"}
+        )
     reason = {
         "error_type": error_type,
         "error": error,
         "failed_at": "2026-12-01T03:00:00Z",
-        "source_queue": "default",
+        "source_queue": source_queue,
         "receive_count": 3,
     }
+    text = json.dumps(reason) if reason_text is None else reason_text
     response = sqs.send_message(
         QueueUrl=url,
         MessageBody=body,
-        MessageAttributes={
-            "dead_letter": {"DataType": "String", "StringValue": json.dumps(reason)}
-        },
+        MessageAttributes={"dead_letter": {"DataType": "String", "StringValue": text}},
     )
     return response["MessageId"]
 

@@ -8,6 +8,7 @@ page; writes a screenshot of each page (see :func:`screenshot_folder`).
 from __future__ import annotations
 
 import collections.abc as cabc
+import contextlib
 import datetime as dt
 import json
 import pathlib
@@ -18,6 +19,7 @@ import pytest
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.dashboard._security import CONTENT_SECURITY_POLICY
+from flask_sqs_jobs.dashboard._serve import standalone_app
 from flask_sqs_jobs.store import SQLAlchemyStore
 from werkzeug.serving import make_server
 
@@ -234,3 +236,104 @@ def test_redrive_through_the_browser(
         assert "web-1:4242" in _text(driver, "table")
         _visit(driver, f"{base}/schedules", folder, "schedules")
         assert "nightly_report" in _text(driver, "table")
+
+
+@contextlib.contextmanager
+def _serving(app: t.Any) -> cabc.Iterator[int]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.port
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        server.server_close()
+
+
+def _attacker(target: str) -> Flask:
+    """A page of another origin on this machine: an ``<img>`` of the dead letters
+    and a form-like POST deleting them all, each with the browser's cookies."""
+    attacker = Flask("attacker")
+
+    @attacker.get("/")
+    def page() -> t.Any:
+        letters = f"{target}/queues/default/dead-letters"
+        return (
+            '<!doctype html><title>waiting</title><link rel="icon" href="data:,">'
+            f'<img src="{letters}" id="peek">'
+            "<script>"
+            "var img = document.getElementById('peek'), n = 0;"
+            "function one() { if (++n == 2) { document.title = 'done'; } }"
+            "img.onerror = img.onload = one;"
+            f"fetch('{letters}', {{method: 'POST', mode: 'no-cors',"
+            " credentials: 'include', body: new URLSearchParams({action: 'delete',"
+            " scope: 'all', confirmed: 'yes'})}).then(one, one);"
+            "</script>"
+        )
+
+    return attacker
+
+
+def _receive_counts(sqs: SQSClient, url: str, expected: int) -> list[str]:
+    """Each message's ApproximateReceiveCount once received here (hidden while
+    gathered, so each is received once), then visible again."""
+    found: dict[str, t.Any] = {}
+
+    def gather() -> bool:
+        for message in sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=60,
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", []):
+            found.setdefault(message["MessageId"], message)
+        return len(found) >= expected
+
+    wait_until(gather, 15, lambda: f"{expected} messages on {url}, got {len(found)}")
+    for message in found.values():
+        sqs.change_message_visibility(
+            QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+        )
+    return [m["Attributes"]["ApproximateReceiveCount"] for m in found.values()]
+
+
+def test_the_standalone_dashboard_through_the_browser(
+    sqs_client: SQSClient,
+    make_queue: MakeQueue,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its printed URL signs the browser in; a page of another origin on this
+    machine, whose requests carry that cookie, can neither peek nor delete."""
+    from selenium.webdriver.common.by import By
+
+    dlq = make_queue("dash-solo-dlq")
+    name = unique_name("dash-solo")
+    make_queue(name=name, dead_letter_url=dlq, max_receive_count=1000)
+    app = Flask(__name__)
+    app.config.update(SECRET_KEY="solo", SQS_JOBS_QUEUES={"default": {"name": name}})
+    jobs = SQSJobs(app, boto_client=sqs_client)
+    _dead_letters(sqs_client, dlq)
+    token = "browser-run-token"
+    with (
+        _serving(standalone_app(jobs, app, token=token)) as port,
+        _serving(_attacker(f"http://127.0.0.1:{port}")) as other,
+        chromium(monkeypatch) as driver,
+    ):
+        driver.get(f"http://127.0.0.1:{port}/?token={token}")
+        _heading(driver, "Queues")
+        assert driver.current_url == f"http://127.0.0.1:{port}/"
+
+        driver.get(f"http://127.0.0.1:{other}/")
+        wait_until(lambda: driver.title == "done", 15, lambda: driver.page_source)
+        assert message_count(sqs_client, dlq) == 3
+        counts = _receive_counts(sqs_client, dlq, 3)
+        assert counts == ["1", "1", "1"], "an <img> peeked at the dead letters"
+        refused = console_errors(driver)
+        assert any("status of 403" in entry for entry in refused), refused
+
+        driver.get(f"http://127.0.0.1:{port}/")
+        driver.find_element(By.CSS_SELECTOR, '[data-field="dead_letter"]').click()
+        _heading(driver, "Dead letters of")
+        assert "<script>x</script>" in _text(driver, "table")
+        assert console_errors(driver) == []

@@ -56,7 +56,8 @@ def test_job_prints_the_record_with_hostile_text_escaped(app: Flask) -> None:
     lines = result.output.splitlines()
     assert "status: failed" in lines
     assert "attempts: 2" in lines
-    assert "job_type: evil\\x1b[2J\\nFAKE: line\u202e" in lines
+    assert "job_type: evil\\x1b[2J\\nFAKE: line\\u202e" in lines
+    assert "\u202e" not in result.output
     assert not any(line.startswith("FAKE") for line in lines)
 
 

@@ -63,11 +63,19 @@ from ._retry import judge
 from ._retry import max_attempts
 from ._retry import Retry
 from ._retry import Verdict
+from ._shown_json import is_unreadable
+from ._shown_json import loads_shown
+from ._shown_json import shown
+from ._shown_json import UNREADABLE
 from ._untrusted import escape
 from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
 
 __all__ = [
+    "loads_shown",
+    "shown",
+    "UNREADABLE",
+    "is_unreadable",
     "MAX_QUEUE_NAME_LENGTH",
     "Claim",
     "ClaimState",

@@ -2,9 +2,10 @@
 
 Anything a producer puts in a message (correlation fields, the job type, a
 ``run_at`` value) is untrusted. Before it reaches a log line it is escaped, so
-it can neither start a line of its own nor send escape sequences to a
-terminal, and it is always valid UTF-8 (a lone surrogate would make a renderer
-that writes to stdout raise). Correlation fields are also bounded, because
+it can neither start a line of its own, send escape sequences to a terminal
+nor hide or reorder text (bidi overrides, zero-width characters), and it is
+always valid UTF-8 (a lone surrogate would make a renderer that writes to
+stdout raise). Correlation fields are also bounded, because
 structlog keeps one ``ContextVar`` per distinct key name for the life of the
 process: without a bound, messages could grow a worker's memory at will.
 """
@@ -16,6 +17,7 @@ import dataclasses
 import re
 import threading
 import typing as t
+import unicodedata
 
 #: Correlation fields bound into the log context per message.
 MAX_CORRELATION_FIELDS = 16
@@ -27,8 +29,8 @@ MAX_DISTINCT_FIELD_NAMES = 1024
 TRUNCATION_MARK = "...(truncated)"
 
 _FIELD_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-# C0 and C1 controls, DEL and lone surrogates.
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# The candidates for escaping; _escape_char decides for each one.
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]")
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # Integers beyond 64 bits are logged as (bounded) text.
 _INT_RANGE = range(-(2**63), 2**64)
@@ -37,21 +39,33 @@ LogValue: t.TypeAlias = str | int | float | bool | None
 
 
 def escape(text: str) -> str:
-    """``text`` with controls, DEL and lone surrogates escaped as in ``repr``.
+    """``text`` with every character that is invisible or acts on the text escaped.
 
-    ``"\\x1b[2J"`` becomes ``"\\\\x1b[2J"``, ``"\\ud800"`` becomes
-    ``"\\\\ud800"``, a newline ``"\\\\n"``: readable, one line, valid UTF-8.
+    Escaped as in ``repr``: C0 and C1 controls, DEL, lone surrogates, and every
+    other character :meth:`str.isprintable` refuses but spaces: format
+    characters (category Cf: bidi overrides such as U+202E, zero-width spaces
+    and joiners, U+FEFF, tag characters), line and paragraph separators (Zl,
+    Zp), private-use and unassigned code points. ``"\\x1b[2J"`` becomes
+    ``"\\\\x1b[2J"``, ``"\\u202e"`` becomes ``"\\\\u202e"``, a newline
+    ``"\\\\n"``: readable, one line, shown as it is stored, valid UTF-8.
+    Letters, marks, symbols and spaces of any script stay as they are.
     """
-    return _UNPRINTABLE.sub(_escape_char, text)
+    if text.isprintable():
+        return text
+    return _NOT_PRINTABLE_ASCII.sub(_escape_char, text)
 
 
 def _escape_char(match: re.Match[str]) -> str:
     char = match.group()
+    if char.isprintable() or unicodedata.category(char) == "Zs":
+        return char
     short = _SHORT_ESCAPES.get(char)
     if short is not None:
         return short
     code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def loggable_text(text: str, limit: int = MAX_LOGGED_TEXT) -> str:

@@ -11,6 +11,7 @@ from ._inspection import peek
 from ._inspection import receive_batch
 from ._inspection import redrive
 from ._inspection import resend_params
+from ._letter_source import other_source
 from ._metrics import DURATION_BUCKETS
 from ._metrics import PrometheusMetrics
 from ._probe_http import ProbeServer
@@ -18,6 +19,7 @@ from ._probe_http import Reply
 from ._store_errors import count_store_error
 
 __all__ = [
+    "other_source",
     "DURATION_BUCKETS",
     "HealthServer",
     "ProbeServer",

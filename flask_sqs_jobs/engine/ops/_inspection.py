@@ -15,11 +15,14 @@ import typing as t
 
 import structlog
 
+from ..model import loads_shown
 from ..model import MAX_BATCH_ENTRIES
+from ..model import shown
 from ..sqs import DEAD_LETTER_ATTRIBUTE
 from ..sqs import decode_body
 from ..sqs import offloaded_size
 from ..sqs import SqsQueue
+from ._letter_source import other_source
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -56,10 +59,15 @@ class QueueCounts:
 
 @dataclasses.dataclass(frozen=True)
 class RedriveResult:
-    """What a redrive did: the messages moved, and how many the DLQ holds after."""
+    """What a redrive did: the messages moved, and how many the DLQ holds after.
+
+    ``other_sources``: the letters left because they record another source
+    queue, counted by the name they record.
+    """
 
     moved: int
     left: int
+    other_sources: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def counts(queue: SqsQueue) -> QueueCounts:
@@ -134,13 +142,18 @@ def redrive(
     *,
     job_type: str | None = None,
     limit: int | None = None,
+    queue_name: str | None = None,
 ) -> RedriveResult:
     """Move messages from ``dead_letters`` to ``target``, each at most once per call.
 
     Each message is sent again with its body and attributes (less the
     ``dead_letter`` reason) and only then deleted, so a failure midway never
     loses a job. Messages not wanted (another ``job_type``, past ``limit``)
-    are put back at once.
+    are put back at once. With ``queue_name`` (the target's logical name), so
+    are the letters that record another source queue
+    (:mod:`~flask_sqs_jobs.engine._letter_source`), counted in
+    ``other_sources``: from a dead-letter queue shared by several queues, only
+    the target's own letters go to it.
 
     A job moved by this call that fails again and comes back to the
     dead-letter queue while the call runs (a new MessageId, the same body and
@@ -152,6 +165,7 @@ def redrive(
     seen: set[str] = set()
     moved_jobs: set[str] = set()
     skipped: list[MessageTypeDef] = []
+    elsewhere: dict[str, int] = {}
     try:
         while limit is None or moved < limit:
             fresh = [
@@ -163,6 +177,15 @@ def redrive(
                 break
             for message in fresh:
                 seen.add(message["MessageId"])
+                source = (
+                    None
+                    if queue_name is None
+                    else other_source(message, queue_name, target)
+                )
+                if source is not None:
+                    elsewhere[source] = elsewhere.get(source, 0) + 1
+                    skipped.append(message)
+                    continue
                 key = job_key(message)
                 wanted = (
                     key not in moved_jobs
@@ -183,7 +206,9 @@ def redrive(
                 moved += 1
     finally:
         make_visible(dead_letters, skipped)
-    return RedriveResult(moved=moved, left=counts(dead_letters).total)
+    return RedriveResult(
+        moved=moved, left=counts(dead_letters).total, other_sources=elsewhere
+    )
 
 
 def job_key(message: cabc.Mapping[str, t.Any]) -> str:
@@ -218,20 +243,30 @@ def resend_params(message: cabc.Mapping[str, t.Any], *, fifo: bool) -> dict[str,
 
 
 def describe_dead_letter(message: cabc.Mapping[str, t.Any]) -> dict[str, t.Any]:
-    """What an operator needs to know about one dead letter."""
+    """What an operator needs to know about one dead letter.
+
+    A payload or reason nested too deep to show is ``{"unreadable": why}``
+    (:mod:`~flask_sqs_jobs.engine._shown_json`).
+    """
     body = message.get("Body", "")
     decoded = decode_body(body)
     attributes = message.get("MessageAttributes") or {}
     reason_text = (attributes.get(DEAD_LETTER_ATTRIBUTE) or {}).get("StringValue")
     try:
-        reason = json.loads(reason_text) if reason_text else None
+        reason = (
+            loads_shown(reason_text, "the dead_letter attribute")
+            if reason_text
+            else None
+        )
     except ValueError:
         reason = {"error": reason_text}
     system = message.get("Attributes") or {}
     return {
         "message_id": message.get("MessageId"),
         "job_type": None if isinstance(decoded, str) else decoded.job_type,
-        "payload": None if isinstance(decoded, str) else decoded.payload,
+        "payload": (
+            None if isinstance(decoded, str) else shown(decoded.payload, "the payload")
+        ),
         "body": body if isinstance(decoded, str) else None,
         "dead_letter": reason,
         "offloaded_bytes": offloaded_size(message),
