@@ -20,8 +20,10 @@ from ._wire import build_attributes
 from ._wire import dump_json
 from ._wire import encode_body
 from ._wire import MAX_DELAY_SECONDS
+from ._wire import MAX_JSON_DEPTH
 from ._wire import message_size
 from ._wire import MessageAttributes
+from ._wire import nested_deeper_than
 
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 
@@ -86,9 +88,17 @@ def check_payload(payload: object) -> JSONObject:
 
 
 def check_json(what: str, value: object) -> str:
-    """Return ``value`` as JSON, or raise a TypeError/ValueError naming ``what``."""
+    """Return ``value`` as JSON, or raise a TypeError/ValueError naming ``what``.
+
+    ``value`` may nest objects and arrays :data:`MAX_JSON_DEPTH` levels deep
+    (itself level 1), the bound the worker decodes bodies with.
+    """
+    too_deep = (
+        f"{what} is nested too deeply: more than {MAX_JSON_DEPTH} levels of objects"
+        " and arrays, counting itself; flatten it, or send an id to look it up by"
+    )
     try:
-        return dump_json(value)
+        text = dump_json(value)
     except TypeError as exc:
         raise TypeError(
             f"{what} must be JSON-serialisable: {exc}. Pass ids and plain values"
@@ -97,7 +107,10 @@ def check_json(what: str, value: object) -> str:
     except ValueError as exc:
         raise ValueError(f"{what} must be JSON-serialisable: {exc}") from None
     except RecursionError:
-        raise ValueError(f"{what} is nested too deeply to serialise as JSON") from None
+        raise ValueError(too_deep) from None
+    if nested_deeper_than(text, MAX_JSON_DEPTH):
+        raise ValueError(too_deep)
+    return text
 
 
 def check_correlation_fields(fields: object) -> JSONObject:
