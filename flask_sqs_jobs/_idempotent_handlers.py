@@ -7,6 +7,7 @@ import typing as t
 
 from .engine._handlers import check_idempotency
 from .engine._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from .engine._handlers import JOB_TYPE_SCOPE
 from .engine._handlers import JobHandler
 from .engine._handlers import KeyFunc
 from .store._base import JobStore
@@ -23,6 +24,7 @@ def handler_options(
     idempotent: object,
     idempotency_key: object,
     idempotency_ttl_seconds: object,
+    idempotency_scope: object = JOB_TYPE_SCOPE,
 ) -> dict[str, t.Any]:
     """Check ``@jobs.handler``'s idempotency arguments; return JobHandler's."""
     if not isinstance(idempotent, bool):
@@ -31,22 +33,28 @@ def handler_options(
             f" got {idempotent!r}"
         )
     try:
-        check_idempotency(idempotency_key, idempotency_ttl_seconds)
+        check_idempotency(idempotency_key, idempotency_ttl_seconds, idempotency_scope)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"@jobs.handler({job_type!r}): {exc}") from None
-    if (
-        idempotency_ttl_seconds != DEFAULT_IDEMPOTENCY_TTL_SECONDS
-        and not idempotent
-        and idempotency_key is None
+    plain = not idempotent and idempotency_key is None
+    for name, value, default in (
+        (
+            "idempotency_ttl_seconds",
+            idempotency_ttl_seconds,
+            DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+        ),
+        ("idempotency_scope", idempotency_scope, JOB_TYPE_SCOPE),
     ):
-        raise ValueError(
-            f"@jobs.handler({job_type!r}): idempotency_ttl_seconds only applies to"
-            " idempotent handlers; add idempotent=True or idempotency_key=..."
-        )
+        if plain and value != default:
+            raise ValueError(
+                f"@jobs.handler({job_type!r}): {name} only applies to idempotent"
+                " handlers; add idempotent=True or idempotency_key=..."
+            )
     return {
         "idempotent": idempotent or idempotency_key is not None,
         "idempotency_key": t.cast("KeyFunc | None", idempotency_key),
         "idempotency_ttl_seconds": idempotency_ttl_seconds,
+        "idempotency_scope": idempotency_scope,
     }
 
 

@@ -22,6 +22,7 @@ from ._exceptions import RetryJob
 from ._heartbeat import Heartbeat
 from ._hooks import Hooks
 from ._isolation import call_hook
+from ._key_wait import send_back_later
 from ._large_payloads import PayloadNotFound
 from ._lease import VISIBILITY_WINDOW_SECONDS
 from ._lease import WINDOW_MARGIN_SECONDS
@@ -199,6 +200,10 @@ class Settler:
             moved = self._dead_letter(delivery, result.exception)
             if moved is not None:
                 return moved
+        sent = send_back_later(ran, result.exception)
+        if sent is not None:
+            result.fields.update(sent)
+            return self._delete(delivery, result)
         if result.outcome in DELETED_OUTCOMES:
             return self._delete(delivery, result)
         if _is_last_receive(delivery):
