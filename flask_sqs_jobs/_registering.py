@@ -36,6 +36,7 @@ class Registering:
         idempotent: bool = False,
         idempotency_key: cabc.Callable[[JSONObject], str] | None = None,
         idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+        idempotency_scope: t.Literal["job_type", "global"] = "job_type",
     ) -> cabc.Callable[[F], F]:
         """Register the decorated function as the handler of ``job_type``.
 
@@ -50,11 +51,19 @@ class Registering:
         :param idempotency_key: the key from the payload instead of the job id
             (implies ``idempotent``).
         :param idempotency_ttl_seconds: how long a completed key is remembered.
+        :param idempotency_scope: ``"job_type"`` (default): the key belongs to
+            this job type, so another job type's job with the same job id or
+            key is not a duplicate; ``"global"``: shared on purpose with every
+            job type whose scope is global.
         """
         if not isinstance(job_type, str) or not job_type:
             raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
         options = handler_options(
-            job_type, idempotent, idempotency_key, idempotency_ttl_seconds
+            job_type,
+            idempotent,
+            idempotency_key,
+            idempotency_ttl_seconds,
+            idempotency_scope,
         )
 
         def decorator(func: F) -> F:

@@ -14,6 +14,7 @@ from botocore.exceptions import NoRegionError
 from ..engine import QueueGroup
 from ..engine.model import check_idempotency
 from ..engine.model import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from ..engine.model import JOB_TYPE_SCOPE
 from ..engine.model import JobHandler
 from ..engine.model import KeyFunc
 from ..engine.model import MAX_WAIT_SECONDS
@@ -156,6 +157,7 @@ def handler_options(
     idempotent: object,
     idempotency_key: object,
     idempotency_ttl_seconds: object,
+    idempotency_scope: object = JOB_TYPE_SCOPE,
 ) -> dict[str, t.Any]:
     """Check ``@jobs.handler``'s idempotency arguments; return JobHandler's."""
     if not isinstance(idempotent, bool):
@@ -164,22 +166,28 @@ def handler_options(
             f" got {idempotent!r}"
         )
     try:
-        check_idempotency(idempotency_key, idempotency_ttl_seconds)
+        check_idempotency(idempotency_key, idempotency_ttl_seconds, idempotency_scope)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"@jobs.handler({job_type!r}): {exc}") from None
-    if (
-        idempotency_ttl_seconds != DEFAULT_IDEMPOTENCY_TTL_SECONDS
-        and not idempotent
-        and idempotency_key is None
+    plain = not idempotent and idempotency_key is None
+    for name, value, default in (
+        (
+            "idempotency_ttl_seconds",
+            idempotency_ttl_seconds,
+            DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+        ),
+        ("idempotency_scope", idempotency_scope, JOB_TYPE_SCOPE),
     ):
-        raise ValueError(
-            f"@jobs.handler({job_type!r}): idempotency_ttl_seconds only applies to"
-            " idempotent handlers; add idempotent=True or idempotency_key=..."
-        )
+        if plain and value != default:
+            raise ValueError(
+                f"@jobs.handler({job_type!r}): {name} only applies to idempotent"
+                " handlers; add idempotent=True or idempotency_key=..."
+            )
     return {
         "idempotent": idempotent or idempotency_key is not None,
         "idempotency_key": t.cast("KeyFunc | None", idempotency_key),
         "idempotency_ttl_seconds": idempotency_ttl_seconds,
+        "idempotency_scope": idempotency_scope,
     }
 
 

@@ -83,7 +83,7 @@ def test_a_duplicate_delivery_runs_once_and_is_then_a_duplicate(
     )
     assert counted == 1
     assert message_count(sqs, queue_url) == 0
-    row = key_row(store_app, jobs, "order-1")
+    row = key_row(store_app, jobs, "charge:order-1")
     assert row.status == "completed"
     assert json.loads(row.result) == {"charged": 5}
 
@@ -103,7 +103,7 @@ def test_a_key_from_the_payload_makes_other_job_ids_duplicates(
 
     assert len(runs) == 1
     assert sorted(finished.values()) == ["duplicate", "success"]
-    assert key_row(store_app, jobs, "order:7").job_id in {"first", "second"}
+    assert key_row(store_app, jobs, "charge:order:7").job_id in {"first", "second"}
 
 
 def test_the_same_key_with_another_payload_is_dead_lettered_as_a_conflict(
@@ -179,8 +179,8 @@ def test_a_key_in_progress_elsewhere_is_retried_when_that_lease_ends(
     payload = {"amount": 1}
     other = jobs.store(store_app).idempotency_keys()
     other.claim(
-        "j1",
-        payload_hash=payload_fingerprint(payload),
+        "charge:j1",
+        payload_hash=payload_fingerprint(payload, "charge"),
         job_id="elsewhere",
         lease_seconds=2,
     )
@@ -248,7 +248,7 @@ def test_the_completion_commits_with_the_handlers_own_writes(
 
     assert finished.values() == ["success", "duplicate"]
     assert charged(engine) == [(3,)]
-    assert key_row(store_app, jobs, "j1").status == "completed"
+    assert key_row(store_app, jobs, "charge:j1").status == "completed"
 
 
 def test_a_failing_commit_leaves_neither_the_writes_nor_the_key(
@@ -273,7 +273,7 @@ def test_a_failing_commit_leaves_neither_the_writes_nor_the_key(
 
     assert finished.values() == ["retry"]
     assert charged(engine) == []
-    assert key_row(store_app, jobs, "j1") is None
+    assert key_row(store_app, jobs, "charge:j1") is None
     [line] = events(log_events, "job_commit_failed")
     assert "refused the commit" in line["error"]
 
@@ -310,11 +310,11 @@ def test_the_heartbeat_renews_the_key_of_a_job_longer_than_the_visibility(
 
     @jobs.handler("charge", idempotent=True)
     def charge(payload: Payload) -> None:
-        seen.append(key_row(store_app, jobs, "j1").lease_expires_at)
+        seen.append(key_row(store_app, jobs, "charge:j1").lease_expires_at)
         started = time.monotonic()
         # Outlive the queue's 3 s visibility timeout: only renewals keep the key.
         assert poll_until(lambda: time.monotonic() - started > 4.5)
-        seen.append(key_row(store_app, jobs, "j1").lease_expires_at)
+        seen.append(key_row(store_app, jobs, "charge:j1").lease_expires_at)
 
     enqueue(store_app, jobs, {}, "j1")
     finished = run_worker(done(1))
@@ -401,7 +401,7 @@ def test_a_result_over_64_kib_is_not_kept_and_said_once(
     finished = run_worker(done(2))
 
     assert finished.values() == ["success", "success"]
-    for key in ("big-1", "big-2"):
+    for key in ("charge:big-1", "charge:big-2"):
         row = key_row(store_app, jobs, key)
         assert row.status == "completed"
         assert row.result is None
@@ -455,4 +455,4 @@ def test_a_key_lost_while_running_rolls_the_handlers_writes_back(
     [line] = events(log_events, "job_commit_failed")
     assert "no longer held by this job" in line["error"]
     assert charged(engine) == []
-    assert key_row(store_app, jobs, "j1").token == "another-holder"
+    assert key_row(store_app, jobs, "charge:j1").token == "another-holder"

@@ -50,3 +50,37 @@ def test_outcome_to_status(outcome: str, status: str, finished: bool) -> None:
     assert written.error == (
         None if status in ("succeeded", "duplicate", "deferred") else outcome
     )
+
+
+def recorded(
+    job: Job, outcome: Outcome, exception: BaseException | None
+) -> list[JobEvent]:
+    collected = Collected()
+    hooks = RecordingHooks(
+        RecordWriter(lambda: t.cast(t.Any, collected), synchronous=True)
+    )
+    hooks.job_finished(job, outcome, 1.0, exception)
+    return collected.events
+
+
+def test_an_error_whose_text_cannot_be_read_still_finishes_the_record() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    job = Job("t", {}, "default", job_id="j-1", receive_count=1)
+    [written] = recorded(job, Outcome.DELETE, Unprintable())
+    assert (written.status, written.error) == ("failed", "Unprintable")
+    assert written.finished_at is not None
+
+
+@pytest.mark.parametrize(
+    ("holder", "writes"), [("j-1", 0), ("another-job", 1), (None, 1)]
+)
+def test_a_delivery_that_found_its_own_job_ids_key_taken_writes_nothing(
+    holder: str | None, writes: int
+) -> None:
+    job = Job("t", {}, "default", job_id="j-1", receive_count=3)
+    job._key_holder = holder
+    for outcome in (Outcome.DUPLICATE, Outcome.RETRY, Outcome.DEAD_LETTERED):
+        assert len(recorded(job, outcome, None)) == writes

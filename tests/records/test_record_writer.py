@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import dataclasses
 import datetime as dt
 import threading
 import typing as t
 
 from flask_sqs_jobs.engine.ops._store_errors import store_error_counts
 from flask_sqs_jobs.store.model._records import JobEvent
+from flask_sqs_jobs.store.model._records import RefusedWrite
 from flask_sqs_jobs.store.records._writer import RecordWriter
 
 if t.TYPE_CHECKING:
@@ -27,6 +29,9 @@ class StuckRecords:
         self.entered.set()
         assert self.release.wait(30), "never released"
         self.written.extend(e.job_id for e in events)
+
+
+NOW = dt.datetime.now(dt.UTC)
 
 
 def event(n: int) -> JobEvent:
@@ -51,3 +56,28 @@ def test_a_full_queue_drops_new_writes_and_counts_them(
     assert records.written == ["j-0", "j-1", "j-2", "j-3"]
     [dropped] = [e for e in log_events if e["event"] == "job_record_failed"]
     assert (dropped["error_type"], dropped["writes"]) == ("QueueFull", 1)
+
+
+class RefusingRecords:
+    """Records that refuse every write as another job type's."""
+
+    def write(self, events: cabc.Sequence[JobEvent]) -> list[RefusedWrite]:
+        return [RefusedWrite(e.job_id, "charge", e.job_type) for e in events]
+
+
+def test_a_write_refused_for_its_job_type_is_logged_once_and_counted(
+    log_events: list[EventDict],
+) -> None:
+    writer = RecordWriter(lambda: t.cast(t.Any, RefusingRecords()), synchronous=True)
+    before = store_error_counts().get("job_record_conflicts", 0)
+    forged = JobEvent("order-7", "re\x1b[2Jfund", "q", "running", 1, NOW)
+    for status in ("running", "succeeded", "running"):
+        writer.submit(dataclasses.replace(forged, status=status))
+    writer.submit(dataclasses.replace(forged, job_type="other"))
+
+    lines = [e for e in log_events if e["event"] == "job_record_refused"]
+    assert [(e["recorded_job_type"], e["refused_job_type"]) for e in lines] == [
+        ("charge", "re\\x1b[2Jfund"),
+        ("charge", "other"),
+    ]
+    assert store_error_counts().get("job_record_conflicts", 0) - before == 2

@@ -198,14 +198,135 @@ def test_many_jobs_in_one_batch_each_get_their_record(store: JobStore) -> None:
     assert statuses == ["succeeded"] * 4
 
 
-def test_a_duplicate_delivery_keeps_the_result_of_the_run(store: JobStore) -> None:
+def test_a_duplicate_of_a_job_whose_record_is_unfinished_is_recorded(
+    store: JobStore,
+) -> None:
     records = store.job_records()
-    records.write([event("running"), event("succeeded", result='{"id": 9}')])
-    records.write([event("duplicate", 2, finished_at=NOW)])
+    records.write([event("queued", 0, enqueued_at=NOW)])
+    records.write([event("duplicate", 1, finished_at=NOW)])
     record = records.get("job-1")
     assert record is not None
-    assert (record.status, record.attempts, record.result) == (
+    assert (record.status, record.attempts, record.finished_at) == (
         "duplicate",
-        2,
-        {"id": 9},
+        1,
+        NOW,
     )
+
+
+def forged(status: str, attempts: int = 1, **fields: t.Any) -> JobEvent:
+    """A write for ``job-1`` under another job type (a message reusing its id)."""
+    return JobEvent("job-1", "refund", "default", status, attempts, NOW, **fields)
+
+
+@pytest.mark.parametrize("then", ["running", "queued", "progress", "unfinished"])
+def test_a_write_of_another_job_type_is_refused_and_reported(
+    store: JobStore, then: str
+) -> None:
+    records = store.job_records()
+    assert records.write([event("running", started_at=NOW)]) == []
+    if then != "unfinished":
+        records.write([event("succeeded", finished_at=NOW, result='{"id": 7}')])
+    later = NOW + dt.timedelta(seconds=1)
+    status = "running" if then == "unfinished" else then
+    refused = records.write(
+        [
+            JobEvent("job-1", "refund", "default", status, 5, later, progress=0.5),
+            JobEvent("job-1", "refund", "default", "succeeded", 5, later, result="1"),
+        ]
+    )
+    assert {(w.job_id, w.recorded_job_type, w.job_type) for w in refused} == {
+        ("job-1", "send", "refund")
+    }
+    record = records.get("job-1")
+    assert record is not None
+    assert record.job_type == "send"
+    assert record.attempts == 1
+    assert record.status == ("running" if then == "unfinished" else "succeeded")
+    assert record.result == (None if then == "unfinished" else {"id": 7})
+
+
+def test_the_first_write_fixes_the_job_type_within_one_batch(store: JobStore) -> None:
+    records = store.job_records()
+    refused = records.write(
+        [
+            forged("running", started_at=NOW),
+            event("running", started_at=NOW),
+            event("succeeded", finished_at=NOW, result="2"),
+            forged("succeeded", finished_at=NOW, result="3"),
+        ]
+    )
+    assert [(w.recorded_job_type, w.job_type) for w in refused] == [("refund", "send")]
+    record = records.get("job-1")
+    assert record is not None
+    assert (record.job_type, record.status, record.result) == ("refund", "succeeded", 3)
+
+
+FINAL = ("succeeded", "failed", "dead_lettered", "duplicate")
+#: Late writes of every kind, of attempts below, equal to and above the first's.
+LATE = (
+    ("dead_lettered", 1),
+    ("failed", 9),
+    ("succeeded", 2),
+    ("duplicate", 3),
+    ("retrying", 4),
+    ("queued", 0),
+)
+
+
+def test_a_finished_record_keeps_its_status_result_and_error(store: JobStore) -> None:
+    records = store.job_records()
+    first: list[JobEvent] = []
+    late: list[JobEvent] = []
+    for final in FINAL:
+        error = None if final in ("succeeded", "duplicate") else "RuntimeError: 1st"
+        for status, attempts in LATE:
+            job_id = f"{final}-{status}"
+            first += [
+                JobEvent(job_id, "t", "q", "running", 1, NOW, started_at=NOW),
+                JobEvent(job_id, "t", "q", final, 1, NOW, result="1", error=error),
+            ]
+            late.append(
+                JobEvent(
+                    job_id,
+                    "t",
+                    "q",
+                    status,
+                    attempts,
+                    NOW + dt.timedelta(seconds=1),
+                    finished_at=NOW + dt.timedelta(seconds=1),
+                    error="IdempotencyConflictError: another payload",
+                )
+            )
+    records.write(first)
+    assert records.write(late) == []
+    for final in FINAL:
+        error = None if final in ("succeeded", "duplicate") else "RuntimeError: 1st"
+        for status, _ in LATE:
+            record = records.get(f"{final}-{status}")
+            assert record is not None
+            assert (record.status, record.attempts, record.result, record.error) == (
+                final,
+                1,
+                1,
+                error,
+            ), f"{status} over {final}"
+
+
+def test_a_finished_record_is_not_restarted_but_a_dead_letter_is(
+    store: JobStore,
+) -> None:
+    records = store.job_records()
+    ids = ("done", "failed", "dead")
+    records.write(
+        [
+            JobEvent(job_id, "t", "default", status, 3, NOW)
+            for job_id, status in zip(
+                ids, ["succeeded", "failed", "dead_lettered"], strict=True
+            )
+        ]
+    )
+    records.write(
+        [JobEvent(job_id, "t", "default", "running", 1, NOW) for job_id in ids]
+    )
+    statuses = [getattr(records.get(i), "status", None) for i in ids]
+    assert statuses == ["succeeded", "failed", "running"]

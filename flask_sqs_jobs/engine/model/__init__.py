@@ -22,7 +22,9 @@ from ._handlers import call_handler
 from ._handlers import check_idempotency
 from ._handlers import close_thread_loop
 from ._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from ._handlers import GLOBAL_SCOPE
 from ._handlers import HandlerFunc
+from ._handlers import JOB_TYPE_SCOPE
 from ._handlers import JobHandler
 from ._handlers import KeyFunc
 from ._hooks import Hooks
@@ -72,6 +74,8 @@ from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
 
 __all__ = [
+    "JOB_TYPE_SCOPE",
+    "GLOBAL_SCOPE",
     "loads_shown",
     "shown",
     "UNREADABLE",

@@ -20,6 +20,11 @@ KeyFunc: t.TypeAlias = cabc.Callable[[JSONObject], str]
 
 #: How long a completed idempotency key is remembered by default (a day).
 DEFAULT_IDEMPOTENCY_TTL_SECONDS = 86_400
+#: ``idempotency_scope``: keys of this job type only (the default), or keys
+#: shared with every job type whose scope is global.
+JOB_TYPE_SCOPE = "job_type"
+GLOBAL_SCOPE = "global"
+IDEMPOTENCY_SCOPES = (JOB_TYPE_SCOPE, GLOBAL_SCOPE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +43,9 @@ class JobHandler:
     :param idempotency_key: returns the key from the payload; implies
         ``idempotent``.
     :param idempotency_ttl_seconds: how long a completed key is remembered.
+    :param idempotency_scope: ``"job_type"`` (keys are this job type's own: the
+        same job id or key under another job type is another key) or
+        ``"global"`` (one key space shared by every global-scope job type).
     """
 
     func: HandlerFunc
@@ -46,6 +54,7 @@ class JobHandler:
     idempotent: bool = False
     idempotency_key: KeyFunc | None = None
     idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS
+    idempotency_scope: str = JOB_TYPE_SCOPE
 
     def __post_init__(self) -> None:
         if not callable(self.func):
@@ -58,13 +67,23 @@ class JobHandler:
             )
         if self.retry is not None and not isinstance(self.retry, Retry):
             raise TypeError(f"retry must be a Retry or None; got {self.retry!r}")
-        check_idempotency(self.idempotency_key, self.idempotency_ttl_seconds)
+        check_idempotency(
+            self.idempotency_key, self.idempotency_ttl_seconds, self.idempotency_scope
+        )
         if self.idempotency_key is not None:
             object.__setattr__(self, "idempotent", True)
 
 
-def check_idempotency(key: object, ttl_seconds: object) -> None:
-    """Refuse a key function that is not callable, or a bad time to live."""
+def check_idempotency(
+    key: object, ttl_seconds: object, scope: object = JOB_TYPE_SCOPE
+) -> None:
+    """Refuse a key function that is not callable, a bad time to live or scope."""
+    if not isinstance(scope, str) or scope not in IDEMPOTENCY_SCOPES:
+        raise ValueError(
+            f"idempotency_scope must be {JOB_TYPE_SCOPE!r} (keys of this job type"
+            f" only) or {GLOBAL_SCOPE!r} (keys shared across job types); got"
+            f" {scope!r}"
+        )
     if key is not None and not callable(key):
         raise TypeError(
             "idempotency_key must be a function of the payload returning a str;"

@@ -13,7 +13,7 @@ import typing as t
 
 from ._job import JSONObject
 
-#: The largest JSON result (UTF-8 bytes) kept with a completed key.
+#: The largest JSON result (UTF-8 bytes) kept with a completed key or a record.
 MAX_RESULT_BYTES = 64 * 1024
 
 
@@ -82,12 +82,18 @@ class IdempotencyKeys(t.Protocol):
         """Forget an in-progress key held by ``token`` (the handler failed)."""
 
 
-def payload_fingerprint(payload: JSONObject) -> str:
-    """SHA-256 of the payload's canonical JSON, to tell a reused key."""
+def payload_fingerprint(payload: JSONObject, job_type: str | None = None) -> str:
+    """SHA-256 of the canonical JSON of the job type and payload, to tell a reused key.
+
+    ``job_type`` None (a key shared by every job type on purpose) hashes the
+    payload alone. :raises RecursionError: the payload nests deeper than the
+    interpreter can encode (the worker decodes nothing that deep).
+    """
     import hashlib
     import json
 
+    hashed: object = payload if job_type is None else [job_type, payload]
     canonical = json.dumps(
-        payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        hashed, sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()

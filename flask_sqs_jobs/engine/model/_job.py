@@ -69,6 +69,11 @@ class Job:
     _session: JobSession | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False
     )
+    #: The job id that held or completed this job's idempotency key when the
+    #: worker found it taken (a duplicate, in progress, a conflict).
+    _key_holder: str | None = dataclasses.field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def session(self) -> t.Any:

@@ -21,8 +21,10 @@ from ..sqs import check_message_attributes
 from ..sqs import check_room
 from ..sqs import dump_json
 from ..sqs import encode_body
+from ..sqs import MAX_JSON_DEPTH
 from ..sqs import message_size
 from ..sqs import MessageAttributes
+from ..sqs import nested_deeper_than
 from ..sqs import SqsQueue
 
 job_log = structlog.get_logger("flask_sqs_jobs.job")
@@ -80,9 +82,17 @@ def check_payload(payload: object) -> JSONObject:
 
 
 def check_json(what: str, value: object) -> str:
-    """Return ``value`` as JSON, or raise a TypeError/ValueError naming ``what``."""
+    """Return ``value`` as JSON, or raise a TypeError/ValueError naming ``what``.
+
+    ``value`` may nest objects and arrays :data:`MAX_JSON_DEPTH` levels deep
+    (itself level 1), the bound the worker decodes bodies with.
+    """
+    too_deep = (
+        f"{what} is nested too deeply: more than {MAX_JSON_DEPTH} levels of objects"
+        " and arrays, counting itself; flatten it, or send an id to look it up by"
+    )
     try:
-        return dump_json(value)
+        text = dump_json(value)
     except TypeError as exc:
         raise TypeError(
             f"{what} must be JSON-serialisable: {exc}. Pass ids and plain values"
@@ -91,7 +101,10 @@ def check_json(what: str, value: object) -> str:
     except ValueError as exc:
         raise ValueError(f"{what} must be JSON-serialisable: {exc}") from None
     except RecursionError:
-        raise ValueError(f"{what} is nested too deeply to serialise as JSON") from None
+        raise ValueError(too_deep) from None
+    if nested_deeper_than(text, MAX_JSON_DEPTH):
+        raise ValueError(too_deep)
+    return text
 
 
 def check_correlation_fields(fields: object) -> JSONObject:

@@ -34,6 +34,9 @@ from ._queue import CallError
 from ._queue import is_lost_ownership
 from ._queue import QUEUE_DOES_NOT_EXIST_CODES
 from ._queue import SqsQueue
+from ._result_json import read_result
+from ._result_json import result_json
+from ._result_json import ResultNotKept
 from ._wire import build_attributes
 from ._wire import CORRELATION_FIELDS_ATTRIBUTE
 from ._wire import DEAD_LETTER_ATTRIBUTE
@@ -44,13 +47,20 @@ from ._wire import dump_json
 from ._wire import encode_body
 from ._wire import format_utc
 from ._wire import MALFORMED_BODY_CODES
+from ._wire import MAX_JSON_DEPTH
 from ._wire import message_size
 from ._wire import MessageAttributes
+from ._wire import nested_deeper_than
 from ._wire import parse_run_at
 from ._wire import scheduled_for
 from ._wire import string_attribute
 
 __all__ = [
+    "read_result",
+    "ResultNotKept",
+    "result_json",
+    "nested_deeper_than",
+    "MAX_JSON_DEPTH",
     "MALFORMED_BODY_CODES",
     "add_name_prefix",
     "CORRELATION_FIELDS_ATTRIBUTE",

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
-import json
+import hashlib
 import math
 import typing as t
+import urllib.parse
 
 import structlog
 
 from ..model import ClaimState
+from ..model import GLOBAL_SCOPE
 from ..model import IdempotencyConflictError
 from ..model import IdempotencyKeys
 from ..model import Job
@@ -33,6 +35,8 @@ from ..model import Outcome
 from ..model import payload_fingerprint
 from ..model import RetryJob
 from ..model import SessionFactory
+from ..sqs import result_json
+from ..sqs import ResultNotKept
 from ._delivery import Delivery
 
 if t.TYPE_CHECKING:
@@ -49,6 +53,11 @@ Verdict: t.TypeAlias = tuple[Outcome, BaseException | None, object]
 
 class IdempotencyKeyInProgress(RetryJob):
     """The job's key is held by a live lease elsewhere: try when it ends."""
+
+    def __init__(self, delay_seconds: int, holder_job_id: str | None) -> None:
+        super().__init__(delay_seconds)
+        #: The job that holds the key.
+        self.holder_job_id = holder_job_id
 
 
 @dataclasses.dataclass
@@ -148,12 +157,14 @@ class JobGuard:
             return Outcome.RETRY, RuntimeError("no idempotency keys"), None
         try:
             key = key_of(job, handler)
+            stored = stored_key(job.job_type, key, handler.idempotency_scope)
+            payload_hash = _fingerprint(job, handler)
         except NonRetryableError as exc:
             return Outcome.DELETE, exc, None
         try:
             claim = self._keys.claim(
-                key,
-                payload_hash=payload_fingerprint(job.payload),
+                stored,
+                payload_hash=payload_hash,
                 job_id=job.job_id or delivery.message_id,
                 lease_seconds=_lease_seconds(delivery, handler),
             )
@@ -163,13 +174,15 @@ class JobGuard:
         ran.fields["idempotency"] = claim.state.value
         if claim.state is ClaimState.CLAIMED:
             assert claim.token is not None
-            return _Held(self._keys, key, claim.token)
+            return _Held(self._keys, stored, claim.token)
+        job._key_holder = claim.holder_job_id
         if claim.state is ClaimState.COMPLETED:
             return Outcome.DUPLICATE, None, claim.result
         if claim.state is ClaimState.IN_PROGRESS:
             wait = claim.retry_after_seconds or 1
             delay = min(43_200, max(1, math.ceil(wait)))
-            return Outcome.RETRY, IdempotencyKeyInProgress(delay), None
+            in_progress = IdempotencyKeyInProgress(delay, claim.holder_job_id)
+            return Outcome.RETRY, in_progress, None
         return Outcome.DELETE, IdempotencyConflictError(key, claim.holder_job_id), None
 
     def _commit(
@@ -218,23 +231,22 @@ class JobGuard:
             held.release()
 
     def _keepable(self, job_type: str, result: object) -> object:
-        """``result`` if it is JSON of at most 64 KiB, else None (said once)."""
+        """``result`` if a store can keep it (:func:`result_json`), else None (said
+        once per job type)."""
         if result is None:
             return None
         try:
-            size = len(json.dumps(result).encode("utf-8", "surrogatepass"))
-        except (TypeError, ValueError):
-            size = None
-        if size is not None and size <= MAX_RESULT_BYTES:
-            return result
-        if job_type not in self._unkept_results:
-            self._unkept_results.add(job_type)
-            log.warning(
-                "idempotency_result_not_kept",
-                reason="not JSON" if size is None else f"{size} bytes",
-                max_result_bytes=MAX_RESULT_BYTES,
-            )
-        return None
+            result_json(result)
+        except ResultNotKept as exc:
+            if job_type not in self._unkept_results:
+                self._unkept_results.add(job_type)
+                log.warning(
+                    "idempotency_result_not_kept",
+                    reason=f"{exc.size} bytes" if exc.size is not None else exc.kind,
+                    max_result_bytes=MAX_RESULT_BYTES,
+                )
+            return None
+        return result
 
 
 def key_of(job: Job, handler: JobHandler) -> str:
@@ -256,6 +268,39 @@ def key_of(job: Job, handler: JobHandler) -> str:
             f" {MAX_KEY_LENGTH} characters"
         )
     return key
+
+
+def stored_key(job_type: str, key: str, scope: str) -> str:
+    """The key as stored: ``<job type>:<key>``, or ``:<key>`` in the global scope.
+
+    The job type is percent-encoded (so it holds no ``:`` and one job type's
+    keys never meet another's); a stored key over :data:`MAX_KEY_LENGTH`
+    characters becomes ``#`` and the SHA-256 of it, which no other stored key
+    starts with.
+    """
+    namespace = (
+        ""
+        if scope == GLOBAL_SCOPE
+        else urllib.parse.quote(job_type, safe="", errors="surrogatepass")
+    )
+    stored = f"{namespace}:{key}"
+    if len(stored) <= MAX_KEY_LENGTH:
+        return stored
+    digest = hashlib.sha256(stored.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"#{digest}"
+
+
+def _fingerprint(job: Job, handler: JobHandler) -> str:
+    """The payload's hash, with the job type unless the key is shared on purpose."""
+    job_type = None if handler.idempotency_scope == GLOBAL_SCOPE else job.job_type
+    try:
+        return payload_fingerprint(job.payload, job_type)
+    except (RecursionError, TypeError, ValueError) as exc:
+        # Unreachable for a decoded body (it is bounded); never a store failure.
+        raise NonRetryableError(
+            f"the payload of job type {job.job_type!r} cannot be hashed for its"
+            f" idempotency key: {type(exc).__name__}"
+        ) from exc
 
 
 def _lease_seconds(delivery: Delivery, handler: JobHandler) -> float:

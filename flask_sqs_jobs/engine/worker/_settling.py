@@ -32,6 +32,7 @@ from ..sqs import is_lost_ownership
 from ..sqs import MALFORMED_BODY_CODES
 from ._delivery import Delivery
 from ._heartbeat import Heartbeat
+from ._key_wait import send_back_later
 from ._large_payloads_settling import settle_unread
 from ._lease import VISIBILITY_WINDOW_SECONDS
 from ._lease import WINDOW_MARGIN_SECONDS
@@ -200,6 +201,10 @@ class Settler:
             moved = self._dead_letter(delivery, result.exception)
             if moved is not None:
                 return moved
+        sent = send_back_later(ran, result.exception)
+        if sent is not None:
+            result.fields.update(sent)
+            return self._delete(delivery, result)
         if result.outcome in DELETED_OUTCOMES:
             return self._delete(delivery, result)
         if _is_last_receive(delivery):

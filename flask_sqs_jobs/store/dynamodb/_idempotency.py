@@ -17,7 +17,6 @@ shortens leases by as much. Expired items are also removed by the table's TTL
 from __future__ import annotations
 
 import collections.abc as cabc
-import json
 import math
 import secrets
 import time
@@ -29,6 +28,10 @@ from ...engine.model import Claim
 from ...engine.model import ClaimState
 from ...engine.model import loggable_text
 from ...engine.model import MAX_RESULT_BYTES
+from ...engine.sqs import MAX_JSON_DEPTH
+from ...engine.sqs import read_result
+from ...engine.sqs import result_json
+from ...engine.sqs import ResultNotKept
 from ._store import PARTITION_KEY
 from ._store import SORT_KEY
 from ._store import TTL_ATTRIBUTE
@@ -143,7 +146,8 @@ class DynamoDBIdempotencyKeys:
 
         :raises RuntimeError: ``token`` no longer holds the key; it stays with
             its holder.
-        :raises ValueError: ``result`` is not JSON or over 64 KiB encoded.
+        :raises ValueError: ``result`` is not JSON, nested deeper than 512
+            levels or over 64 KiB encoded.
         """
         _check_seconds("ttl_seconds", ttl_seconds)
         encoded = _encode_result(result)
@@ -242,7 +246,7 @@ def _blocked(item: dict[str, t.Any], payload_hash: str, now: float) -> Claim:
         return Claim(
             ClaimState.COMPLETED,
             holder_job_id=holder,
-            result=None if result is None else json.loads(result),
+            result=read_result(result),
         )
     lease_end = float(item.get("lease_expires_at", {}).get("N", now))
     return Claim(
@@ -264,20 +268,18 @@ def _item_key(key: str) -> dict[str, t.Any]:
 
 def _encode_result(result: t.Any) -> str:
     try:
-        encoded = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        return result_json(result)
+    except ResultNotKept as exc:
+        if exc.size is not None:
+            raise ValueError(
+                f"an idempotent handler's result is {exc.size:,} bytes of JSON, over"
+                f" the {MAX_RESULT_BYTES:,} kept with its key; return less (an id to"
+                " look the rest up by)"
+            ) from None
         raise ValueError(
-            f"an idempotent handler's result must be JSON (dict, list, str, number,"
-            f" bool or None); {exc}"
+            "an idempotent handler's result must be JSON (dict, list, str, number,"
+            f" bool or None) nested at most {MAX_JSON_DEPTH} levels deep; {exc}"
         ) from None
-    size = len(encoded.encode("utf-8", "surrogatepass"))
-    if size > MAX_RESULT_BYTES:
-        raise ValueError(
-            f"an idempotent handler's result is {size:,} bytes of JSON, over the"
-            f" {MAX_RESULT_BYTES:,} kept with its key; return less (an id to look"
-            " the rest up by)"
-        )
-    return encoded
 
 
 def _check_seconds(name: str, value: float) -> None:

@@ -1,7 +1,10 @@
 """Job records in the DynamoDB store's single table.
 
 - A job's record: ``pk = "job#<job_id>"``, ``sk = "record"``, updated with a
-  condition that refuses an older write (attempt, then status rank).
+  condition that refuses a write of another job type, any write over a
+  finished record (but a redrive's restart) and an older write (attempt, then
+  status rank). A refused write returns the record that refused it
+  (``ALL_OLD``), which tells a write of another job type from an older one.
 - For listing, each transition also puts ``pk = "jobs#<YYYYMMDDHH>"``,
   ``sk = "<updated_at>#<job_id>"`` in the same ``TransactWriteItems`` call:
   one request per transition, two write units.
@@ -12,11 +15,11 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import datetime as dt
-import json
 import typing as t
 
 from botocore.exceptions import ClientError
 
+from ...engine.sqs import read_result
 from .. import model as r
 from ._store import PARTITION_KEY
 from ._store import SORT_KEY
@@ -45,11 +48,20 @@ class DynamoDBJobRecords:
         self._table = table
         self._retention = retention_seconds
 
-    def write(self, events: cabc.Sequence[r.JobEvent]) -> None:
+    def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
+        refused: list[r.RefusedWrite] = []
         for event in r.merge_events(events):
-            self._write(event)
+            standing = self._write(event)
+            if standing is not None:
+                recorded = _text(standing, "job_type")
+                if recorded is not None and recorded != event.job_type:
+                    refused.append(
+                        r.RefusedWrite(event.job_id, recorded, event.job_type)
+                    )
+        return refused
 
-    def _write(self, event: r.JobEvent) -> None:
+    def _write(self, event: r.JobEvent) -> dict[str, t.Any] | None:
+        """Write ``event``; return the record that refused it, if one did."""
         update = self._update(event)
         if event.status == r.PROGRESS:
             try:
@@ -57,7 +69,8 @@ class DynamoDBJobRecords:
             except ClientError as exc:
                 if error_code(exc) != "ConditionalCheckFailedException":
                     raise
-            return
+                return self._standing(exc.response.get("Item"), event)
+            return None
         index = {
             PARTITION_KEY: s_value(f"jobs#{event.at.astimezone(dt.UTC):%Y%m%d%H}"),
             SORT_KEY: s_value(f"{event.at.isoformat()}#{event.job_id}"),
@@ -75,6 +88,17 @@ class DynamoDBJobRecords:
             reasons = exc.response.get("CancellationReasons") or []
             if not (reasons and reasons[0].get("Code") == "ConditionalCheckFailed"):
                 raise
+            return self._standing(reasons[0].get("Item"), event)
+        return None
+
+    def _standing(self, item: t.Any, event: r.JobEvent) -> dict[str, t.Any]:
+        """The record that refused ``event``: as returned, else read (consistently)."""
+        if item:
+            return t.cast(dict[str, t.Any], item)
+        found = self._client.get_item(
+            TableName=self._table, Key=_job_key(event.job_id), ConsistentRead=True
+        ).get("Item")
+        return t.cast(dict[str, t.Any], found or {})
 
     def _update(self, event: r.JobEvent) -> dict[str, t.Any]:
         status = event.written_status
@@ -140,18 +164,22 @@ class DynamoDBJobRecords:
         expression = "SET " + ", ".join(clauses)
         if removes:
             expression += " REMOVE " + ", ".join(name(k) for k in removes)
-        condition = (
-            f"attribute_not_exists({name(PARTITION_KEY)})"
-            f" OR {name('attempts')} < :attempts"
+        finished = ", ".join(value(each, s_value(each)) for each in sorted(r.FINAL))
+        applies = (
+            f"(NOT {name('status')} IN ({finished})"
+            f" AND ({name('attempts')} < :attempts"
             f" OR ({name('attempts')} = :attempts"
-            f" AND {name('status_rank')} <= :status_rank)"
+            f" AND {name('status_rank')} <= :status_rank)))"
         )
         if event.may_restart:
-            condition += (
-                f" OR {name('status')} IN"
-                f" ({value('deferred', s_value(r.DEFERRED))},"
-                f" {value('dead', s_value(r.DEAD_LETTERED))})"
+            restarting = ", ".join(
+                value(each, s_value(each)) for each in sorted(r.RESTARTING)
             )
+            applies = f"({applies} OR {name('status')} IN ({restarting}))"
+        condition = (
+            f"attribute_not_exists({name(PARTITION_KEY)})"
+            f" OR ({name('job_type')} = :job_type AND {applies})"
+        )
         return {
             "TableName": self._table,
             "Key": _job_key(event.job_id),
@@ -159,6 +187,7 @@ class DynamoDBJobRecords:
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
     @staticmethod
@@ -290,7 +319,7 @@ def _job_record(item: cabc.Mapping[str, t.Any]) -> r.JobRecord:
         queue=item["queue"]["S"],
         status=item["status"]["S"],
         attempts=int(item["attempts"]["N"]),
-        result=None if result is None else json.loads(result),
+        result=read_result(result),
         error=_text(item, "error"),
         progress=None if progress is None else float(progress["N"]),
         progress_message=_text(item, "progress_message"),

@@ -8,6 +8,8 @@ from ._records import DEAD_LETTERED
 from ._records import DEFERRED
 from ._records import DUPLICATE
 from ._records import FAILED
+from ._records import FINAL
+from ._records import in_rounds
 from ._records import JobEvent
 from ._records import JobRecord
 from ._records import JobRecords
@@ -16,6 +18,7 @@ from ._records import minute_of
 from ._records import MinuteCount
 from ._records import PROGRESS
 from ._records import QUEUED
+from ._records import RefusedWrite
 from ._records import RESTARTING
 from ._records import RETRYING
 from ._records import RUNNING
@@ -26,6 +29,9 @@ from ._records import WorkerRecord
 from ._records import WorkerRegistry
 
 __all__ = [
+    "FINAL",
+    "in_rounds",
+    "RefusedWrite",
     "DEAD_LETTERED",
     "DEFERRED",
     "DUPLICATE",

@@ -5,6 +5,12 @@ attempt ended) by an upsert that never moves the record backwards: writes
 from several processes may arrive out of order (the web process's ``queued``
 after the worker's ``running``), so each write carries the attempt and the
 status, and a store applies it only when it is not older than what it holds.
+
+A record belongs to one job type, fixed by its first write: a write for the
+same job id with another type is refused (and reported as a
+:class:`RefusedWrite`). A finished record is final: no later write changes it,
+except a new delivery of a dead-lettered job (a redrive), which starts it
+again. Both are conditions of the store's write, never read-then-write.
 """
 
 from __future__ import annotations
@@ -51,6 +57,9 @@ STATUS_RANK = {
 #: ``running`` or ``deferred`` applies whatever its attempt.
 RESTARTING = frozenset({DEFERRED, DEAD_LETTERED})
 RESTARTS = frozenset({RUNNING, DEFERRED})
+#: Statuses after which the job is done (``finished_at`` is set): no later
+#: write changes such a record, but a restart of a dead-lettered one.
+FINAL = frozenset({SUCCEEDED, FAILED, DEAD_LETTERED, DUPLICATE})
 
 #: A progress update: changes ``progress`` and ``progress_message`` only.
 PROGRESS = "progress"
@@ -152,6 +161,17 @@ class JobEvent:
 
 
 @dataclasses.dataclass(frozen=True)
+class RefusedWrite:
+    """A write a store refused: the job id's record belongs to another job type."""
+
+    job_id: str
+    #: The record's job type (its first write's).
+    recorded_job_type: str
+    #: The refused write's job type.
+    job_type: str
+
+
+@dataclasses.dataclass(frozen=True)
 class MinuteCount:
     """How many records of one queue and status finished within one minute."""
 
@@ -165,8 +185,11 @@ class MinuteCount:
 class JobRecords(t.Protocol):
     """The job records of a store (``store.job_records()``)."""
 
-    def write(self, events: cabc.Sequence[JobEvent]) -> None:
-        """Apply ``events`` in order, each an upsert that never goes backwards."""
+    def write(self, events: cabc.Sequence[JobEvent]) -> list[RefusedWrite]:
+        """Apply ``events`` in order, each an upsert that never goes backwards.
+
+        Returns the writes refused because the record is another job type's.
+        """
 
     def get(self, job_id: str) -> JobRecord | None:
         """The record of ``job_id``, or None."""
@@ -208,19 +231,39 @@ def merge_events(events: cabc.Iterable[JobEvent]) -> list[JobEvent]:
     """Fold a batch of in-order events into one per job, as the store would apply them.
 
     A worker's ``queued``, ``running`` and ``succeeded`` of one job that
-    wait in the same batch then cost one write instead of three.
+    wait in the same batch then cost one write instead of three. Events of
+    one job id but another job type are never folded together.
     """
-    latest: dict[str, JobEvent] = {}
+    latest: dict[tuple[str, str], JobEvent] = {}
     for event in events:
-        before = latest.get(event.job_id)
-        latest[event.job_id] = event if before is None else _fold(before, event)
+        key = (event.job_id, event.job_type)
+        before = latest.get(key)
+        latest[key] = event if before is None else _fold(before, event)
     return list(latest.values())
 
 
+def in_rounds(events: cabc.Iterable[JobEvent]) -> list[list[JobEvent]]:
+    """Split merged events into rounds of distinct job ids, in order: a job id
+    written under two job types in one batch is written twice, first one first."""
+    rounds: list[list[JobEvent]] = []
+    last_round: dict[str, int] = {}
+    for event in events:
+        index = last_round.get(event.job_id, -1) + 1
+        if index == len(rounds):
+            rounds.append([])
+        rounds[index].append(event)
+        last_round[event.job_id] = index
+    return rounds
+
+
 def applies(new: JobEvent, old: JobEvent) -> bool:
-    """Whether ``new`` is not older than ``old``: the stores' write condition."""
+    """Whether ``new`` may replace ``old``: the stores' write condition."""
+    if new.job_type != old.job_type:
+        return False
     if new.may_restart and old.written_status in RESTARTING:
         return True
+    if old.written_status in FINAL:
+        return False
     return (new.attempts, STATUS_RANK[new.written_status]) >= (
         old.attempts,
         STATUS_RANK[old.written_status],

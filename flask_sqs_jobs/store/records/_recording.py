@@ -9,7 +9,6 @@ and counted (``sqs_jobs_store_errors_total``), and the job goes on.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import threading
 import typing as t
 
@@ -21,6 +20,8 @@ from ...engine.model import loggable_text
 from ...engine.model import MultiHooks
 from ...engine.model import Outcome
 from ...engine.model import set_reporter
+from ...engine.sqs import result_json
+from ...engine.sqs import ResultNotKept
 from .. import model as r
 from ._writer import RecordWriter
 
@@ -42,9 +43,7 @@ STATUS_OF_OUTCOME = {
     "delete_failed": r.RETRYING,
 }
 #: Statuses after which the job is done (``finished_at`` is set).
-FINAL = frozenset({r.SUCCEEDED, r.FAILED, r.DEAD_LETTERED, r.DUPLICATE})
-#: Bytes of a result's JSON kept at most; a larger result is not recorded.
-MAX_RESULT_BYTES = 65_536
+FINAL = r.FINAL
 #: Characters of an error message kept.
 MAX_ERROR_TEXT = 1000
 
@@ -85,13 +84,18 @@ class RecordingHooks(Hooks):
         duration_ms: float,
         exception: BaseException | None,
     ) -> None:
+        succeeded = getattr(self._succeeded, "job", None) is job
+        returned = self._succeeded.result if succeeded else None
+        self._succeeded.job = self._succeeded.result = None
+        if job._key_holder is not None and job._key_holder == job.job_id:
+            # Not run: another delivery of this job id holds or completed its
+            # key, and the record is that delivery's.
+            return
         status = STATUS_OF_OUTCOME.get(str(outcome), r.RETRYING)
         now = _now()
-        result = None
-        if status == r.SUCCEEDED and getattr(self._succeeded, "job", None) is job:
-            result = _result_text(self._succeeded.result)
-            self._succeeded.job = self._succeeded.result = None
-        error = None
+        result = error = None
+        if status == r.SUCCEEDED and succeeded:
+            result, error = _result_text(returned)
         if status not in (r.SUCCEEDED, r.DUPLICATE, r.DEFERRED):
             error = _error_text(exception, str(outcome))
         self._submit(
@@ -186,26 +190,27 @@ def _sent_at(job: Job) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(job.sent_at, dt.UTC)
 
 
-def _result_text(result: object) -> str | None:
+def _result_text(result: object) -> tuple[str | None, str | None]:
+    """The result's JSON, or None and why it is not recorded (the record's error)."""
     if result is None:
-        return None
+        return None, None
     try:
-        text = json.dumps(result, ensure_ascii=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        log.warning("job_result_not_recorded", reason=f"not JSON: {exc}")
-        return None
-    if len(text.encode(errors="replace")) > MAX_RESULT_BYTES:
-        log.warning(
-            "job_result_not_recorded",
-            reason=f"its JSON is larger than {MAX_RESULT_BYTES} bytes",
-        )
-        return None
-    return text
+        return result_json(result), None
+    except ResultNotKept as exc:
+        log.warning("job_result_not_recorded", reason=str(exc))
+        return None, f"result not recorded: {exc}"
+    except Exception as exc:  # a result whose own encoding hooks raise
+        reason = f"it could not be encoded ({type(exc).__name__})"
+        log.warning("job_result_not_recorded", reason=reason)
+        return None, f"result not recorded: {reason}"
 
 
 def _error_text(exception: BaseException | None, outcome: str) -> str:
     if exception is None:
         return outcome
-    message = loggable_text(str(exception), MAX_ERROR_TEXT)
     name = type(exception).__name__
+    try:
+        message = loggable_text(str(exception), MAX_ERROR_TEXT)
+    except Exception:  # an exception whose __str__ raises still gets a record
+        return name
     return f"{name}: {message}" if message else name

@@ -3,11 +3,14 @@
 A job hands its record's transitions to a bounded queue and goes on at once;
 one thread per process writes them in order, up to a batch per transaction.
 A slow or dead store therefore never slows a job: when the queue is full, new
-writes are dropped and counted, as failed writes are.
+writes are dropped and counted, as failed writes are. A write the store refuses
+because the job id's record belongs to another job type (a message reusing
+another job's id) is logged once per job id and type, and counted.
 """
 
 from __future__ import annotations
 
+import collections
 import collections.abc as cabc
 import os
 import queue
@@ -20,11 +23,16 @@ from ...engine.model import loggable_text
 from ...engine.ops import count_store_error
 from ..model import JobEvent
 from ..model import JobRecords
+from ..model import RefusedWrite
 
 log = structlog.get_logger(__name__)
 
 #: The part of the store counted in ``sqs_jobs_store_errors_total``.
 PART = "job_records"
+#: The part counting writes refused for their job type.
+REFUSED_PART = "job_record_conflicts"
+#: Refusals remembered, so each job id and type is logged once.
+MAX_REFUSALS_REMEMBERED = 1000
 #: Writes waiting at most; beyond it new ones are dropped.
 MAX_PENDING = 10_000
 #: Writes per transaction at most.
@@ -57,6 +65,9 @@ class RecordWriter:
         self._queue: queue.Queue[JobEvent] = queue.Queue(max_pending)
         self._dropped = 0
         self._dropped_logged_at = 0.0
+        self._refusals: collections.OrderedDict[tuple[str, str], None] = (
+            collections.OrderedDict()
+        )
 
     def submit(self, event: JobEvent) -> None:
         """Queue ``event`` for writing; never blocks, never raises."""
@@ -115,7 +126,7 @@ class RecordWriter:
         try:
             if self._records is None:
                 self._records = self._make_records()
-            self._records.write(batch)
+            refused = self._records.write(batch)
         except Exception as exc:
             count_store_error(PART, len(batch))
             log.warning(
@@ -125,6 +136,26 @@ class RecordWriter:
                 error_type=type(exc).__name__,
                 error=loggable_text(str(exc)),
             )
+            return
+        for each in refused or ():
+            self._refused(each)
+
+    def _refused(self, refused: RefusedWrite) -> None:
+        key = (refused.job_id, refused.job_type)
+        with self._lock:
+            if key in self._refusals:
+                return
+            self._refusals[key] = None
+            if len(self._refusals) > MAX_REFUSALS_REMEMBERED:
+                self._refusals.popitem(last=False)
+        count_store_error(REFUSED_PART)
+        log.warning(
+            "job_record_refused",
+            job_id=refused.job_id,
+            recorded_job_type=loggable_text(refused.recorded_job_type),
+            refused_job_type=loggable_text(refused.job_type),
+            reason="the job id's record belongs to another job type",
+        )
 
     def _drop(self) -> None:
         count_store_error(PART)

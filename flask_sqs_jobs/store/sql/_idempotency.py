@@ -11,7 +11,6 @@ passed to each statement, so keep the workers' clocks in sync (NTP).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import typing as t
 import uuid
 
@@ -22,6 +21,9 @@ import sqlalchemy.orm
 
 from ...engine.model import Claim
 from ...engine.model import ClaimState
+from ...engine.sqs import read_result
+from ...engine.sqs import result_json
+from ...engine.sqs import ResultNotKept
 from ._tables import idempotency
 
 _IN_PROGRESS = "in_progress"
@@ -94,12 +96,23 @@ class SQLIdempotencyKeys:
         ttl_seconds: float,
         session: t.Any = None,
     ) -> None:
+        """Mark the key completed, keeping ``result``.
+
+        :raises ValueError: ``result`` cannot be kept (:func:`result_json`).
+        :raises IdempotencyKeyLost: ``token`` no longer holds the key.
+        """
+        try:
+            encoded = None if result is None else result_json(result)
+        except ResultNotKept as exc:
+            raise ValueError(
+                f"an idempotent handler's result is not kept: {exc}"
+            ) from None
         now = _now()
         params = {
             "p_key": key,
             "p_token": token,
             "p_expires_at": now + dt.timedelta(seconds=ttl_seconds),
-            "p_result": None if result is None else json.dumps(result),
+            "p_result": encoded,
             "p_now": now,
         }
         if session is not None:
@@ -227,7 +240,7 @@ def _what_was_found(row: t.Any, payload_hash: str, now: dt.datetime) -> Claim | 
         return Claim(
             ClaimState.COMPLETED,
             holder_job_id=row.job_id,
-            result=None if row.result is None else json.loads(row.result),
+            result=read_result(row.result),
         )
     lease_ends = row.lease_expires_at
     if lease_ends is None or lease_ends <= now:

@@ -1,7 +1,11 @@
 """Job records and live workers in ``sqs_jobs_jobs`` and ``sqs_jobs_workers``.
 
 Each transition is one ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` (on
-SQLite and PostgreSQL alike); a batch of them shares one transaction.
+SQLite and PostgreSQL alike); a batch of them shares one transaction. The
+``WHERE`` holds every rule of :mod:`._records` (same job type, not finished,
+not older), so racing writers need no lock. When not every row was written
+(or the driver does not say: psycopg), the batch's records' job types are
+then read in the same transaction, to report the writes refused for theirs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
+from ...engine.sqs import read_result
 from .. import model as r
 from ._tables import jobs
 from ._tables import workers
@@ -51,14 +56,25 @@ class SQLJobRecords:
             for restart in (False, True)
         }
 
-    def write(self, events: cabc.Sequence[r.JobEvent]) -> None:
-        rows: dict[tuple[str, bool], list[dict[str, t.Any]]] = {}
-        for event in r.merge_events(events):
-            key = (_shape(event), event.may_restart)
-            rows.setdefault(key, []).append(_row(event))
+    def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
+        written: list[r.JobEvent] = []
+        counts: list[int] = []
         with self._engine.begin() as connection:
-            for key, batch in rows.items():
-                connection.execute(self._statements[key], batch)
+            for round_ in r.in_rounds(r.merge_events(events)):
+                batches: dict[tuple[str, bool], list[r.JobEvent]] = {}
+                for event in round_:
+                    key = (_shape(event), event.may_restart)
+                    batches.setdefault(key, []).append(event)
+                for key, batch in batches.items():
+                    rows = [_row(event) for event in batch]
+                    counts.append(
+                        connection.execute(self._statements[key], rows).rowcount
+                    )
+                    written += batch
+            # A count of -1: the driver does not count an executemany (psycopg).
+            if min(counts, default=0) >= 0 and sum(counts) == len(written):
+                return []
+            return _refused(connection, written)
 
     def get(self, job_id: str) -> r.JobRecord | None:
         with self._engine.connect() as connection:
@@ -173,6 +189,25 @@ def _epoch_minute(engine: sa.Engine, column: t.Any) -> t.Any:
     return sa.cast(sa.func.floor(epoch / sixty), sa.BigInteger)
 
 
+def _refused(
+    connection: sa.Connection, written: list[r.JobEvent]
+) -> list[r.RefusedWrite]:
+    """The writes among ``written`` refused because the record's job type differs."""
+    ids = sorted({event.job_id for event in written})
+    if connection.dialect.name == "postgresql":
+        # One array parameter: an IN list of many is far slower on PostgreSQL.
+        match = jobs.c.job_id == sa.any_(sa.literal(ids, postgresql.ARRAY(sa.String())))
+    else:
+        match = jobs.c.job_id.in_(ids)
+    rows = connection.execute(sa.select(jobs.c.job_id, jobs.c.job_type).where(match))
+    types: dict[str, str] = {job_id: job_type for job_id, job_type in rows}
+    return [
+        r.RefusedWrite(event.job_id, types[event.job_id], event.job_type)
+        for event in written
+        if types.get(event.job_id, event.job_type) != event.job_type
+    ]
+
+
 def _job_record(row: sa.RowMapping) -> r.JobRecord:
     result = row["result"]
     return r.JobRecord(
@@ -184,7 +219,7 @@ def _job_record(row: sa.RowMapping) -> r.JobRecord:
         enqueued_at=row["enqueued_at"],
         started_at=row["started_at"],
         finished_at=row["finished_at"],
-        result=None if result is None else json.loads(result),
+        result=read_result(result),
         error=row["error"],
         progress=row["progress"],
         progress_message=row["progress_message"],
@@ -228,7 +263,6 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
     stmt = insert(jobs)
     new = stmt.excluded
     changes: dict[str, t.Any] = {
-        "job_type": new.job_type,
         "queue": new.queue,
         "status": new.status,
         "attempts": new.attempts,
@@ -272,12 +306,18 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
             _rank(jobs.c.status) <= _rank(new.status),
         ),
     )
+    # Literal constants: an expanding IN cannot be used with executemany.
+    unfinished = sa.and_(*(jobs.c.status != _literal(each) for each in sorted(r.FINAL)))
+    applies: sa.ColumnElement[bool] = sa.and_(unfinished, newer)
     if restart:
-        # Literal constants: an expanding IN cannot be used with executemany.
-        restarting: list[sa.ColumnElement[t.Any]] = [
-            sa.literal_column(f"'{status}'") for status in sorted(r.RESTARTING)
-        ]
-        newer = sa.or_(newer, *(jobs.c.status == each for each in restarting))
+        restarting = (jobs.c.status == _literal(each) for each in sorted(r.RESTARTING))
+        applies = sa.or_(applies, *restarting)
     return stmt.on_conflict_do_update(
-        index_elements=[jobs.c.job_id], set_=changes, where=newer
+        index_elements=[jobs.c.job_id],
+        set_=changes,
+        where=sa.and_(jobs.c.job_type == new.job_type, applies),
     )
+
+
+def _literal(status: str) -> sa.ColumnElement[t.Any]:
+    return sa.literal_column(f"'{status}'")
