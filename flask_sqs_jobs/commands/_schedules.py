@@ -103,7 +103,7 @@ def sync_command(prune: bool, dry_run: bool) -> None:
         click.echo(f"dry run: nothing is changed in schedule group {group!r}")
     for change in changes:
         click.echo(change.line(dry_run))
-    if all(change.action == "unchanged" for change in changes):
+    if all(change.action in ("unchanged", "kept") for change in changes):
         click.echo(f"nothing to change: schedule group {group!r} is up to date")
     if parts.config.scheduler != "eventbridge":
         click.echo(

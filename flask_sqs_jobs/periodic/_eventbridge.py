@@ -16,6 +16,7 @@ import typing as t
 import boto3
 from botocore.exceptions import ClientError
 
+from ..engine.model import QueueNotFoundError
 from ._schedule import Schedule
 from ._schedule import SCHEDULED_FOR
 
@@ -26,6 +27,8 @@ if t.TYPE_CHECKING:
 #: an id per run (kept across its retries) and the run's scheduled time.
 EXECUTION_ID = "<aws.scheduler.execution-id>"
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
+#: How a schedule that sync made describes itself (then its name).
+_DESCRIPTION = "flask-sqs-jobs periodic job"
 #: The keys of a schedule that sync manages (and compares).
 _MANAGED = (
     "ScheduleExpression",
@@ -41,7 +44,8 @@ _MANAGED_TARGET = ("Arn", "RoleArn", "Input", "SqsParameters")
 class Change:
     """One thing ``schedules sync`` does (or, with ``--dry-run``, would do)."""
 
-    #: ``create``, ``update``, ``delete`` or ``unchanged``.
+    #: ``create``, ``update``, ``delete``, ``unchanged`` or ``kept`` (a schedule
+    #: of the group that ``--prune`` leaves: another app's).
     action: str
     name: str
     params: dict[str, t.Any] = dataclasses.field(default_factory=dict)
@@ -49,6 +53,10 @@ class Change:
     def line(self, dry_run: bool) -> str:
         if self.action == "unchanged":
             return f"{self.name}: unchanged"
+        if self.action == "kept":
+            return (
+                f"{self.name}: kept (another app's: it sends to no queue of this one)"
+            )
         done = {"create": "created", "update": "updated", "delete": "deleted"}
         return (
             f"{self.name}: {'would ' + self.action if dry_run else done[self.action]}"
@@ -92,7 +100,7 @@ def desired(
         "ScheduleExpressionTimezone": schedule.timezone,
         "FlexibleTimeWindow": {"Mode": "OFF"},
         "State": "ENABLED",
-        "Description": f"flask-sqs-jobs periodic job {schedule.name}",
+        "Description": f"{_DESCRIPTION} {schedule.name}",
         "Target": target,
     }
 
@@ -137,9 +145,43 @@ def plan(
         same = _managed(have) == _managed(want)
         changes.append(Change("unchanged" if same else "update", schedule.name, want))
     if prune:
-        for name in sorted(existing - set(schedules)):
-            changes.append(Change("delete", name, {"GroupName": group, "Name": name}))
+        changes += _prunes(client, group, sorted(existing - set(schedules)), queues)
     return changes
+
+
+def _prunes(
+    client: t.Any, group: str, names: list[str], queues: QueueGroup
+) -> list[Change]:
+    """Delete the group's other schedules that are this app's, keep the rest.
+
+    A schedule is the app's when sync made it (its description says so) and it
+    sends to one of the app's queues: apps that share a schedule group (the
+    default one, say) never prune each other's schedules.
+    """
+    if not names:
+        return []
+    ours = _queue_arns(queues)
+    changes = []
+    for name in names:
+        have = client.get_schedule(GroupName=group, Name=name)
+        made_here = str(have.get("Description", "")).startswith(_DESCRIPTION)
+        target = (have.get("Target") or {}).get("Arn")
+        action = "delete" if made_here and target in ours else "kept"
+        changes.append(Change(action, name, {"GroupName": group, "Name": name}))
+    return changes
+
+
+def _queue_arns(queues: QueueGroup) -> set[str]:
+    arns = set()
+    for _, queue in queues.items():
+        try:
+            attributes = queue.client.get_queue_attributes(
+                QueueUrl=queue.url, AttributeNames=["QueueArn"]
+            )
+        except QueueNotFoundError:
+            continue
+        arns.add(attributes["Attributes"]["QueueArn"])
+    return arns
 
 
 def apply(client: t.Any, group: str, changes: list[Change]) -> None:

@@ -157,3 +157,36 @@ def test_sync_without_a_role_exits_2_naming_the_setting(
     result = app.test_cli_runner().invoke(args=["sqs-jobs", "schedules", "sync"])
     assert result.exit_code == 2
     assert "SQS_JOBS_SCHEDULER_ROLE_ARN is not set" in result.output
+
+
+def test_prune_leaves_the_schedules_of_another_app_in_the_same_group(
+    sqs_endpoint: str,
+    scheduler: t.Any,
+    group: str,
+    queues: dict[str, str],
+    make_queue: MakeQueue,
+) -> None:
+    other = SQSJobs()
+    other.schedule("invoices", cron="0 6 * * *", job_type="bill")
+    other_queues = {"default": make_queue("billing")}
+    sync(make_app(sqs_endpoint, other_queues, group, other))
+    scheduler.create_schedule(
+        GroupName=group,
+        Name="by_hand",
+        ScheduleExpression="rate(1 hour)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:x", "RoleArn": ROLE},
+    )
+    mine = SQSJobs()
+    mine.schedule("nightly_report", cron="0 3 * * *", job_type="report")
+    app = make_app(sqs_endpoint, queues, group, mine)
+
+    lines = sync(app, "--prune")
+
+    assert lines[0] == "nightly_report: created"
+    assert sorted(lines[1:]) == [
+        "by_hand: kept (another app's: it sends to no queue of this one)",
+        "invoices: kept (another app's: it sends to no queue of this one)",
+    ]
+    names = {s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]}
+    assert names == {"nightly_report", "invoices", "by_hand"}
