@@ -26,6 +26,7 @@ from flask import Flask
 from . import signals
 from .engine.model import Job
 from .engine.model import Outcome
+from .engine.model import reset_trace_injectors
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
@@ -141,3 +142,14 @@ def send_outbox(app: Flask, timeout: float = 10.0) -> int:
     with app.app_context():
         relay = OutboxRelay(outbox_store(jobs, app).engine, jobs.queues(app))
         return relay.drain()
+
+
+def reset_tracing() -> None:
+    """Forget which tracing middleware this process has enqueued with.
+
+    A process may enqueue through one trace-injecting middleware only (a
+    second one raises ``ValueError``). A test suite that tries, say,
+    ``SentryMiddleware`` in one test and ``OTelMiddleware`` in another calls
+    this between them (e.g. in an autouse fixture).
+    """
+    reset_trace_injectors()

@@ -9,7 +9,7 @@ import structlog
 import structlog.testing
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.engine.model._middleware import _reset_trace_injectors
+from flask_sqs_jobs.engine.model._middleware import reset_trace_injectors
 from moto import mock_aws
 
 from tests.support import create_queue
@@ -42,9 +42,9 @@ def _clear_log_context() -> cabc.Iterator[None]:
 @pytest.fixture(autouse=True)
 def _forget_trace_injectors() -> cabc.Iterator[None]:
     """Each test starts as a fresh process would: no tracing middleware in use."""
-    _reset_trace_injectors()
+    reset_trace_injectors()
     yield
-    _reset_trace_injectors()
+    reset_trace_injectors()
 
 
 @pytest.fixture(scope="session")

@@ -111,3 +111,17 @@ def test_eager_mode_obeys_the_same_rule(sqs: SQSClient) -> None:
         jobs.enqueue("default", "ping", {})
 
     assert ran == []
+
+
+def test_after_reset_tracing_another_vendor_may_enqueue(sqs: SQSClient) -> None:
+    from flask_sqs_jobs.testing import reset_tracing
+
+    url = create_queue(sqs, "tracing-reset")
+    group_with(sqs, url, VendorA()).enqueue("jobs", "noop")
+    with pytest.raises(ValueError, match="already in use"):
+        group_with(sqs, url, VendorB()).enqueue("jobs", "noop")
+
+    reset_tracing()
+
+    group_with(sqs, url, VendorB()).enqueue("jobs", "noop")
+    assert message_count(sqs, url) == 2

@@ -59,6 +59,7 @@ from ._middleware import compose_consume
 from ._middleware import compose_poll
 from ._middleware import compose_produce
 from ._middleware import JobMiddleware
+from ._middleware import reset_trace_injectors
 from ._outcome import Outcome
 from ._progress import set_reporter
 from ._retry import judge
@@ -74,6 +75,7 @@ from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
 
 __all__ = [
+    "reset_trace_injectors",
     "JOB_TYPE_SCOPE",
     "GLOBAL_SCOPE",
     "loads_shown",

@@ -138,10 +138,11 @@ def _qualified(kind: type) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def _reset_trace_injectors() -> None:
-    """Forget the trace-injecting middleware in use (for tests).
+def reset_trace_injectors() -> None:
+    """Forget which trace-injecting middleware this process has enqueued with.
 
-    :meta private:
+    For test suites that try several tracing middlewares in one process; see
+    :func:`flask_sqs_jobs.testing.reset_tracing`.
     """
     with _trace_injectors_lock:
         _trace_injectors.clear()
