@@ -9,7 +9,7 @@ from botocore.config import Config as BotoConfig
 
 from ._config import Config
 from .engine import QueueGroup
-from .engine.sqs import error_code
+from .engine.sqs import aws_error_code
 from .engine.sqs import LargePayloads
 from .engine.sqs import S3Client
 
@@ -47,7 +47,7 @@ def create_bucket(large: LargePayloads) -> str:
     try:
         client.head_bucket(Bucket=large.bucket)
     except Exception as exc:
-        if error_code(exc) not in _NO_BUCKET_CODES:
+        if aws_error_code(exc) not in _NO_BUCKET_CODES:
             raise
     else:
         return f"large payloads: bucket {large.bucket} exists, left unchanged"

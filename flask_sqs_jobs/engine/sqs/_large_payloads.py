@@ -28,7 +28,7 @@ import structlog
 
 from ..model import loggable_text
 from ..model import NonRetryableError
-from ._group_commit import error_code
+from ._errors import aws_error_code
 from ._large_payloads_options import check_options
 from ._large_payloads_options import MAX_KEY_LENGTH
 
@@ -194,7 +194,7 @@ class LargePayloads:
         try:
             response = self.s3_client.get_object(Bucket=pointer.bucket, Key=pointer.key)
         except Exception as exc:
-            if error_code(exc) in NOT_FOUND_CODES:
+            if aws_error_code(exc) in NOT_FOUND_CODES:
                 raise PayloadNotFound(
                     f"s3://{pointer.bucket}/{loggable_text(pointer.key, 256)}"
                     " does not exist"

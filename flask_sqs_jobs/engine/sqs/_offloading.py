@@ -8,7 +8,7 @@ import uuid
 import structlog
 
 from ..model import MAX_MESSAGE_ATTRIBUTES
-from ._group_commit import error_code
+from ._errors import aws_error_code
 from ._large_payloads import LargePayloads
 from ._large_payloads import Pointer
 from ._large_payloads import SIZE_ATTRIBUTE
@@ -114,7 +114,7 @@ def offload_entries(
             sent, key = offload(queue, params)
         except Exception as exc:
             log.warning("large_payload_upload_failed", error=str(exc))
-            refused[index] = (error_code(exc), f"S3 upload failed: {exc}")
+            refused[index] = (aws_error_code(exc), f"S3 upload failed: {exc}")
             sent, key = params, None
         entries.append(sent)
         if key is not None:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from ._delivery import Delivery
+from ._exit_status import EXIT_CRASHED
+from ._exit_status import EXIT_OK
+from ._exit_status import EXIT_RECEIVE_FAILURES
+from ._exit_status import EXIT_SQS_ERROR
+from ._exit_status import EXIT_USAGE
 from ._heartbeat import Heartbeat
 from ._heartbeat import Lease
 from ._idempotent_run import JobGuard
@@ -14,6 +19,11 @@ from ._worker import JobWorker
 from ._worker import pause
 
 __all__ = [
+    "EXIT_CRASHED",
+    "EXIT_OK",
+    "EXIT_RECEIVE_FAILURES",
+    "EXIT_SQS_ERROR",
+    "EXIT_USAGE",
     "Delivery",
     "Heartbeat",
     "JobGuard",

@@ -13,7 +13,7 @@ import typing as t
 
 import structlog
 
-from ._worker import EXIT_OK
+from ._exit_status import EXIT_OK
 from ._worker import JobWorker
 
 if t.TYPE_CHECKING:

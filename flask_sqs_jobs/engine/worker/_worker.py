@@ -29,6 +29,8 @@ from ..model import MAX_WAIT_SECONDS
 from ..model import MultiHooks
 from ..model import SessionFactory
 from ..sqs import NamedQueues
+from ._exit_status import EXIT_OK
+from ._exit_status import EXIT_RECEIVE_FAILURES
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
 from ._receive_health import MAX_RECEIVE_FAILURES
@@ -53,9 +55,6 @@ log = structlog.get_logger(__name__)
 #: its DeleteMessageBatch request. The slot is already free by then, so the
 #: wait costs no throughput, only requests.
 DELETE_LINGER_SECONDS = 0.01
-
-EXIT_OK = 0
-EXIT_RECEIVE_FAILURES = 1
 
 _stop_event: contextvars.ContextVar[threading.Event] = contextvars.ContextVar(
     "flask_sqs_jobs.worker_stop_event"

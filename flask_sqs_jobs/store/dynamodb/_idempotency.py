@@ -29,6 +29,7 @@ from ...engine.model import Claim
 from ...engine.model import ClaimState
 from ...engine.model import loggable_text
 from ...engine.model import MAX_RESULT_BYTES
+from ...engine.sqs import aws_error_code
 from ._store import PARTITION_KEY
 from ._store import SORT_KEY
 from ._store import TTL_ATTRIBUTE
@@ -295,5 +296,4 @@ def _number(value: float) -> dict[str, str]:
 
 
 def _condition_failed(exc: ClientError) -> bool:
-    code = exc.response.get("Error", {}).get("Code")
-    return code == "ConditionalCheckFailedException"
+    return aws_error_code(exc) == "ConditionalCheckFailedException"

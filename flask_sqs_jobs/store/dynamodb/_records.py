@@ -17,6 +17,7 @@ import typing as t
 
 from botocore.exceptions import ClientError
 
+from ...engine.sqs import aws_error_code
 from .. import model as r
 from ._store import PARTITION_KEY
 from ._store import SORT_KEY
@@ -55,7 +56,7 @@ class DynamoDBJobRecords:
             try:
                 self._client.update_item(**update)
             except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
+                if aws_error_code(exc) != "ConditionalCheckFailedException":
                     raise
             return
         index = {
@@ -260,10 +261,6 @@ class DynamoDBJobRecords:
     def prune(self, older_than: dt.datetime) -> int:
         """Nothing to do: DynamoDB's TTL deletes expired records."""
         return 0
-
-
-def error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _job_key(job_id: str) -> dict[str, t.Any]:
