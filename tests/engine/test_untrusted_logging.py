@@ -20,7 +20,7 @@ from flask_sqs_jobs.engine.model._untrusted import MAX_CORRELATION_FIELDS
 from flask_sqs_jobs.engine.model._untrusted import MAX_LOGGED_TEXT
 from flask_sqs_jobs.engine.model._untrusted import trim_correlation_fields
 from flask_sqs_jobs.engine.model._untrusted import TRUNCATION_MARK
-from flask_sqs_jobs.engine.worker._running import RESERVED_LOG_KEYS
+from flask_sqs_jobs.engine.worker._log_keys import RESERVED_LOG_KEYS
 from hypothesis import given
 from hypothesis import strategies as st
 

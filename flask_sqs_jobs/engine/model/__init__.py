@@ -25,8 +25,8 @@ from ._handlers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from ._handlers import HandlerFunc
 from ._handlers import JobHandler
 from ._handlers import KeyFunc
+from ._hooks import ErrorKind
 from ._hooks import Hooks
-from ._hooks import MultiHooks
 from ._idempotency_keys import Claim
 from ._idempotency_keys import ClaimState
 from ._idempotency_keys import IdempotencyKeys
@@ -40,6 +40,8 @@ from ._job_ids import is_job_id
 from ._job_ids import new_job_id
 from ._job_ids import received_job_id
 from ._job_ids import shown_job_id
+from ._job_runtime import JobRuntime
+from ._job_runtime import Renewal
 from ._job_session import JobSession
 from ._job_session import SessionFactory
 from ._limits import DEFAULT_MAX_MESSAGE_SIZE
@@ -56,8 +58,12 @@ from ._middleware import compose_consume
 from ._middleware import compose_poll
 from ._middleware import compose_produce
 from ._middleware import JobMiddleware
+from ._multi_hooks import as_multi
+from ._multi_hooks import MultiHooks
+from ._multi_hooks import overrides
+from ._multi_hooks import report_error
 from ._outcome import Outcome
-from ._progress import set_reporter
+from ._progress import ProgressSink
 from ._retry import judge
 from ._retry import max_attempts
 from ._retry import Retry
@@ -72,6 +78,7 @@ __all__ = [
     "DEFAULT_IDEMPOTENCY_TTL_SECONDS",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "EnqueueBatchError",
+    "ErrorKind",
     "HandlerFunc",
     "Hooks",
     "IdempotencyConflictError",
@@ -80,6 +87,7 @@ __all__ = [
     "Job",
     "JobHandler",
     "JobMiddleware",
+    "JobRuntime",
     "JobSession",
     "KeyFunc",
     "MAX_BATCH_ENTRIES",
@@ -93,7 +101,9 @@ __all__ = [
     "MultiHooks",
     "NonRetryableError",
     "Outcome",
+    "ProgressSink",
     "QueueNotFoundError",
+    "Renewal",
     "Retry",
     "RetryJob",
     "SQSJobsError",
@@ -101,6 +111,7 @@ __all__ = [
     "UnknownQueueError",
     "Verdict",
     "as_job_handler",
+    "as_multi",
     "call_handler",
     "call_hook",
     "check_idempotency",
@@ -118,11 +129,12 @@ __all__ = [
     "loggable_text",
     "max_attempts",
     "new_job_id",
+    "overrides",
     "payload_fingerprint",
     "received_job_id",
+    "report_error",
     "reset_current_job",
     "set_current_job",
-    "set_reporter",
     "shown_job_id",
     "trim_correlation_fields",
 ]

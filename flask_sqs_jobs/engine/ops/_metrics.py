@@ -119,6 +119,9 @@ class PrometheusMetrics(Hooks):
         outcome: Outcome,
         duration_ms: float,
         exception: BaseException | None,
+        *,
+        result: object = None,
+        will_retry: bool = False,
     ) -> None:
         self.jobs.labels(job.queue, job.job_type, str(outcome)).inc()
         self.duration.labels(job.queue, job.job_type).observe(duration_ms / 1000)

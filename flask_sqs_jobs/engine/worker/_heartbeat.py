@@ -10,6 +10,7 @@ import time
 
 import structlog
 
+from ..model import JobRuntime
 from ..model import MAX_BATCH_ENTRIES
 from ..sqs import CallError
 from ..sqs import is_lost_ownership
@@ -89,13 +90,23 @@ class Heartbeat:
             self._cond.notify_all()
 
     def start_job(
-        self, lease: Lease, max_runtime_seconds: float, abort: threading.Event
+        self,
+        lease: Lease,
+        max_runtime_seconds: float,
+        abort: threading.Event,
+        runtime: JobRuntime | None = None,
     ) -> None:
-        """Start the max-runtime clock of the job running under ``lease``."""
+        """A job starts under ``lease``: start its max-runtime clock.
+
+        ``abort`` is set when the lease fails or is abandoned; ``runtime`` is
+        renewed after each extension. An untracked lease (visibility timeout
+        0) has no clock: only its abandonment sets ``abort``.
+        """
         with self._cond:
-            lease.job_deadline = time.monotonic() + max_runtime_seconds
             lease.abort = abort
+            lease.runtime = runtime
             if lease.tracked:
+                lease.job_deadline = time.monotonic() + max_runtime_seconds
                 self._wake_if_before(lease.job_deadline)
 
     def drop(self, lease: Lease) -> None:
@@ -178,9 +189,10 @@ class Heartbeat:
                 if error is None:
                     if lease.tracked:
                         lease.next_due = sent_at + lease.interval
-                        if lease.on_extended is not None:
+                        runtime = lease.runtime
+                        if runtime is not None and runtime.renews:
                             granted = lease.cap_visibility(lease.visibility_timeout)
-                            renewals.append((lease.on_extended, granted))
+                            renewals.append((runtime.renew, granted))
                 elif not (lease.failed or lease.settling):
                     # Even when its job ended (dropped) while the call was
                     # in flight: that job must not delete the message now.

@@ -7,7 +7,8 @@ lease elsewhere makes it a ``retry`` that comes back when that lease ends; a
 key used for another payload is an :class:`IdempotencyConflictError`. On
 success the completion is written in the job's session (if the handler opened
 it) and committed with the handler's writes; when the handler raises, or that
-commit fails, the key is released so the retry runs.
+commit fails, the key is relinquished so the retry runs. Every failed call
+on the store is reported to the hooks (``worker_error``, kind ``"store"``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..model import IdempotencyConflictError
 from ..model import IdempotencyKeys
 from ..model import Job
 from ..model import JobHandler
+from ..model import JobRuntime
 from ..model import JobSession
 from ..model import loggable_text
 from ..model import MAX_RESULT_BYTES
@@ -34,17 +36,15 @@ from ..model import payload_fingerprint
 from ..model import RetryJob
 from ..model import SessionFactory
 from ._delivery import Delivery
-
-if t.TYPE_CHECKING:
-    from ._running import Ran
+from ._ran import HandlerResult
 
 log = structlog.get_logger(__name__)
 
 #: The longest key a key function may return (the key column's width).
 MAX_KEY_LENGTH = 255
 
-#: The handler's verdict: outcome, exception, return value.
-Verdict: t.TypeAlias = tuple[Outcome, BaseException | None, object]
+#: Reports a failed call on the store (to ``worker_error``, kind ``"store"``).
+StoreErrors: t.TypeAlias = cabc.Callable[[BaseException], None]
 
 
 class IdempotencyKeyInProgress(RetryJob):
@@ -58,14 +58,17 @@ class _Held:
     keys: IdempotencyKeys
     key: str
     token: str
+    report: StoreErrors
     #: Set once the handler is done: a renewal refused then is expected.
     done: bool = False
 
     def renew(self, seconds: int) -> None:
+        """Extend the key's lease with the message's (on the heartbeat's pool)."""
         try:
             renewed = self.keys.renew(self.key, self.token, seconds)
         except Exception as exc:
             log.warning("idempotency_renew_failed", error=_shown(exc))
+            self.report(exc)
             return
         if not renewed and not self.done:
             log.warning(
@@ -73,16 +76,25 @@ class _Held:
                 error="the key is no longer held by this job",
             )
 
-    def release(self) -> None:
+    def relinquish(self) -> None:
+        """Give the key up, so that the job's retry may claim it at once."""
         try:
-            self.keys.release(self.key, self.token)
+            self.keys.relinquish(self.key, self.token)
         except Exception as exc:
             # Its lease still ends on its own, and then the retry claims it.
             log.warning("idempotency_release_failed", error=_shown(exc))
+            self.report(exc)
 
 
 class JobGuard:
-    """Wrap each handler call in its job's session and idempotency key."""
+    """Wrap each handler call in its job's session and idempotency key.
+
+    Created once per worker (or eager queue group) from the store's keys and
+    session factory; called by the job runner on the job's own thread, inside
+    the job's scope, never with a lock held. What it remembers across jobs
+    (the job types whose results it could not keep) is guarded by the GIL:
+    a set only ever added to.
+    """
 
     def __init__(
         self,
@@ -112,44 +124,58 @@ class JobGuard:
                 )
         return cls(keys, session_factory)
 
+    def session(self) -> JobSession:
+        """A new job's session (opened when the handler first asks for it)."""
+        return JobSession(self._session_factory)
+
     def run(
-        self, ran: Ran, handler: JobHandler, call: cabc.Callable[[], Verdict]
-    ) -> None:
-        """Call the handler through ``call`` and set ``ran``'s verdict."""
-        job = t.cast(Job, ran.job)
-        session = JobSession(self._session_factory)
-        job._session = session
-        ran.scope.callback(session.close)
+        self,
+        job: Job,
+        delivery: Delivery,
+        runtime: JobRuntime,
+        handler: JobHandler,
+        call: cabc.Callable[[], HandlerResult],
+        report: StoreErrors,
+    ) -> HandlerResult:
+        """Call the handler through ``call``; return what came of it.
+
+        An idempotent handler's key is claimed first (its lease renewed
+        through ``runtime``), completed in the job's session on success, and
+        relinquished when the handler fails.
+        """
+        session = runtime.session
         held = None
         if handler.idempotent:
-            claimed = self._claim(ran, handler)
+            claimed = self._claim(job, delivery, handler, report)
             if not isinstance(claimed, _Held):
-                ran.outcome, ran.exception, ran.result = claimed
-                return
+                return claimed
             held = claimed
-            ran.delivery.lease.on_extended = held.renew
+            runtime.renew_with(held.renew)
         try:
-            outcome, exception, result = call()
+            handled = call()
         except BaseException:
-            self._handler_done(ran.delivery, session, held, failed=True)
+            self._handler_done(runtime, session, held, failed=True)
             raise
-        if outcome is Outcome.SUCCESS:
-            error = self._commit(job, handler, session, held, result)
+        if handled.succeeded:
+            error = self._commit(job, handler, session, held, handled.value)
             if error is not None:
-                outcome, exception, result = Outcome.RETRY, error, None
-        failed = outcome is not Outcome.SUCCESS
-        self._handler_done(ran.delivery, session, held, failed=failed)
-        ran.outcome, ran.exception, ran.result = outcome, exception, result
+                report(error)
+                handled = HandlerResult(Outcome.RETRY, error)
+        self._handler_done(runtime, session, held, failed=not handled.succeeded)
+        if held is None:
+            return handled
+        return dataclasses.replace(handled, idempotency=ClaimState.CLAIMED.value)
 
-    def _claim(self, ran: Ran, handler: JobHandler) -> _Held | Verdict:
-        job, delivery = t.cast(Job, ran.job), ran.delivery
+    def _claim(
+        self, job: Job, delivery: Delivery, handler: JobHandler, report: StoreErrors
+    ) -> _Held | HandlerResult:
         if self._keys is None:
             # JobWorker refuses idempotent handlers without keys; never run unguarded.
-            return Outcome.RETRY, RuntimeError("no idempotency keys"), None
+            return HandlerResult(Outcome.RETRY, RuntimeError("no idempotency keys"))
         try:
             key = key_of(job, handler)
         except NonRetryableError as exc:
-            return Outcome.DELETE, exc, None
+            return HandlerResult(Outcome.DELETE, exc)
         try:
             claim = self._keys.claim(
                 key,
@@ -159,18 +185,22 @@ class JobGuard:
             )
         except Exception as exc:
             log.warning("idempotency_claim_failed", error=_shown(exc))
-            return Outcome.RETRY, exc, None
-        ran.fields["idempotency"] = claim.state.value
+            report(exc)
+            return HandlerResult(Outcome.RETRY, exc)
+        state = claim.state.value
         if claim.state is ClaimState.CLAIMED:
             assert claim.token is not None
-            return _Held(self._keys, key, claim.token)
+            return _Held(self._keys, key, claim.token, report)
         if claim.state is ClaimState.COMPLETED:
-            return Outcome.DUPLICATE, None, claim.result
+            return HandlerResult(Outcome.DUPLICATE, None, claim.result, state)
         if claim.state is ClaimState.IN_PROGRESS:
             wait = claim.retry_after_seconds or 1
             delay = min(43_200, max(1, math.ceil(wait)))
-            return Outcome.RETRY, IdempotencyKeyInProgress(delay), None
-        return Outcome.DELETE, IdempotencyConflictError(key, claim.holder_job_id), None
+            return HandlerResult(
+                Outcome.RETRY, IdempotencyKeyInProgress(delay), None, state
+            )
+        conflict = IdempotencyConflictError(key, claim.holder_job_id)
+        return HandlerResult(Outcome.DELETE, conflict, None, state)
 
     def _commit(
         self,
@@ -200,22 +230,22 @@ class JobGuard:
 
     def _handler_done(
         self,
-        delivery: Delivery,
+        runtime: JobRuntime,
         session: JobSession,
         held: _Held | None,
         *,
         failed: bool,
     ) -> None:
         if failed and session.opened is not None:
-            # Before the release: on SQLite the session's write lock would
-            # hold the release back until the job's scope closes.
+            # Before relinquishing: on SQLite the session's write lock would
+            # hold the key's update back until the job's scope closes.
             _rollback(session.opened)
         if held is None:
             return
         held.done = True
-        delivery.lease.on_extended = None
+        runtime.renew_with(None)
         if failed:
-            held.release()
+            held.relinquish()
 
     def _keepable(self, job_type: str, result: object) -> object:
         """``result`` if it is JSON of at most 64 KiB, else None (said once)."""

@@ -8,7 +8,7 @@ import typing as t
 import structlog
 
 from ..sqs import format_utc
-from ._running import Ran
+from ._ran import Ran
 
 job_log = structlog.get_logger("flask_sqs_jobs.job")
 

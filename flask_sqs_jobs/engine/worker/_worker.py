@@ -34,11 +34,9 @@ from ._exit_status import EXIT_RECEIVE_FAILURES
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
 from ._receive_health import MAX_RECEIVE_FAILURES
-from ._receive_health import ReceiveHealth
 from ._receive_in_order import InOrderReceiving
 from ._receive_pipelined import max_receives_in_flight
 from ._receive_pipelined import PipelinedReceiving
-from ._receiver import endpoint_of
 from ._receiver import Receiver
 from ._release import release_leases
 from ._running import JobRunner
@@ -133,12 +131,11 @@ class JobWorker:
         self._concurrency = concurrency
         self._shutdown_timeout = shutdown_timeout
         self._names = list(queues.names)
-        self._hooks = MultiHooks([queues.hooks, *hooks]) if hooks else queues.hooks
+        self._hooks = MultiHooks([queues.hooks, *hooks])
 
         self._heartbeat = Heartbeat()
-        health = ReceiveHealth({n: endpoint_of(q) for n, q in queues.items()})
         weights = {n: queues.weight(n) for n in self._names}
-        self._state = state = WorkerState(self._names, weights, concurrency, health)
+        self._state = state = WorkerState(self._names, weights, concurrency)
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = state.stop_event
         processing = JobProcessing(
@@ -170,7 +167,7 @@ class JobWorker:
             self._pipelined = PipelinedReceiving(
                 self._receiver, state, queues.polling_order, idle_wait_seconds
             )
-            state.slot_wakes_loop = self._pipelined.worth_a_receive
+            state.wake_loop_when(self._pipelined.worth_a_receive)
             self._slot_threads = SlotThreads(state, processing)
             self._poll = compose_poll(queues.middleware, self._pipelined.cycle)
         else:
@@ -185,6 +182,7 @@ class JobWorker:
             self._receiver,
             [t for t in (self._slot_threads, self._cycle_thread) if t is not None],
             shutdown_timeout,
+            self._hooks,
         )
 
     # -- public API --
@@ -234,19 +232,19 @@ class JobWorker:
     def queue_failures(self) -> dict[str, int]:
         """Consecutive receive failures per queue (0 for a healthy queue)."""
         with self._state.lock:
-            return self._state.health.failures()
+            return self._receiver.health.failures()
 
     def queue_errors(self) -> dict[str, str]:
         """The last receive error of each queue that is failing now."""
         with self._state.lock:
-            return self._state.health.errors()
+            return self._receiver.health.errors()
 
     # -- the loop --
 
     def _run(self) -> int:
         _stop_event.set(self.stop_event)
         state = self._state
-        state.started_at = time.monotonic()
+        state.mark_started()
         self._heartbeat.start()
         if self._slot_threads is not None:
             self._slot_threads.start()
@@ -273,7 +271,7 @@ class JobWorker:
                 if state.stop_requested:
                     break
                 self._poll()
-                if state.health.every_queue_broken():
+                if self._receiver.health.every_queue_broken():
                     status, reason = EXIT_RECEIVE_FAILURES, "receive_failures"
                     log.error(
                         "worker_giving_up",

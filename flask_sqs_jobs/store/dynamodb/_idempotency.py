@@ -6,7 +6,7 @@ lease has ended, or a completed item past its expiry. When the condition
 fails, DynamoDB returns the item that stood in the way
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which tells a completed key
 from one in progress or one used with another payload, without another read.
-Renew, complete and release are conditional on the holder's token.
+Renew, complete and relinquish are conditional on the holder's token.
 
 DynamoDB has no clock a condition can read, so times are the caller's
 (``time.time()``): keep the workers' clocks in sync (NTP); a skew lengthens or
@@ -171,7 +171,7 @@ class DynamoDBIdempotencyKeys:
                 " completed"
             )
 
-    def release(self, key: str, token: str) -> None:
+    def relinquish(self, key: str, token: str) -> None:
         """Forget an in-progress key held by ``token``; another holder's stays."""
         self._write_held(self._client.delete_item, key, token, {}, {})
 
