@@ -51,3 +51,20 @@ def test_a_full_queue_drops_new_writes_and_counts_them(
     assert records.written == ["j-0", "j-1", "j-2", "j-3"]
     [dropped] = [e for e in log_events if e["event"] == "job_record_failed"]
     assert (dropped["error_type"], dropped["writes"]) == ("QueueFull", 1)
+
+
+def test_a_failed_write_is_handed_to_on_error_with_its_queue() -> None:
+    class Broken:
+        def write(self, events: list[JobEvent]) -> None:
+            raise ConnectionError("database down")
+
+    errors: list[tuple[str | None, str]] = []
+    writer = RecordWriter(
+        lambda: t.cast(t.Any, Broken()),
+        synchronous=True,
+        on_error=lambda queue, error: errors.append((queue, str(error))),
+    )
+    writer.submit(
+        JobEvent("j1", "work", "critical", "queued", 0, dt.datetime.now(dt.UTC))
+    )
+    assert errors == [("critical", "database down")]

@@ -21,6 +21,7 @@ import structlog
 from flask import Flask
 
 from ...engine.model import loggable_text
+from ...engine.model import report_error
 from ...engine.ops import count_store_error
 from ..model import JobRecords
 from ..model import WorkerRecord
@@ -58,6 +59,11 @@ class WorkerPresence:
     :param records: the job records to prune, or None (no pruning).
     :param forget_expired_keys: deletes expired idempotency keys and returns
         how many, or None (the store's TTL does it, or it keeps none).
+    :param on_error: called with each failed store call's error, on this
+        service's thread (the app's hooks: ``worker_error``, kind ``"store"``).
+
+    Started and stopped by ``flask sqs-worker`` around its worker; its thread
+    is the only one that touches the worker's row, so it takes no lock.
     """
 
     name = "worker_presence"
@@ -74,7 +80,9 @@ class WorkerPresence:
         retention_seconds: float = 604800,
         refresh_seconds: float = REFRESH_SECONDS,
         prune_seconds: float = PRUNE_SECONDS,
+        on_error: cabc.Callable[[BaseException], None] | None = None,
     ) -> None:
+        self._on_error = on_error
         host = socket.gethostname()
         pid = os.getpid()
         self.worker_id = f"{host}:{pid}:{secrets.token_hex(4)}"
@@ -175,6 +183,8 @@ class WorkerPresence:
                 error_type=type(exc).__name__,
                 error=loggable_text(str(exc)),
             )
+            if self._on_error is not None:
+                self._on_error(exc)
             return None
 
 
@@ -186,6 +196,11 @@ def presence_of(
         return []
     store, config = jobs.store(app), jobs.config(app)
     retention = config.record_retention_seconds
+    hooks = jobs.queues(app).hooks
+
+    def failed(error: BaseException) -> None:
+        report_error(hooks, None, error, "store")
+
     return [
         WorkerPresence(
             store.worker_registry(),
@@ -197,6 +212,7 @@ def presence_of(
             else None,
             forget_expired_keys=_key_forgetting(store),
             retention_seconds=config.record_retention_seconds,
+            on_error=failed,
         )
     ]
 
