@@ -1,4 +1,10 @@
-"""The worker: receiving, leases, slots, the two phases of a job, shutdown."""
+"""The worker: receiving, leases, slots, the two phases of a job, shutdown.
+
+:class:`JobWorker` wires the parts together; each part owns its state and
+says in its docstring who calls it and under which lock. The eager queue
+group runs jobs through the same :class:`JobRunner` and :class:`Settler`.
+The exit statuses of the worker and the command line are defined here once.
+"""
 
 from __future__ import annotations
 

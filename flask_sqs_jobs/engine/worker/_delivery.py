@@ -15,6 +15,12 @@ class Delivery:
     Everything the engine needs from the message is read here, once:
     identifiers, the receive count and the send time (both tolerate servers
     that send nonsense), and the group id of a FIFO message.
+
+    Created by the receiver and never changed after: it is handed from the
+    receive thread to the worker state (held), a slot thread (run and
+    settled) and, for an abandoning shutdown, read from the state's running
+    jobs. Its body and attributes are untrusted text. Its lease is the
+    heartbeat's.
     """
 
     __slots__ = (
@@ -69,6 +75,7 @@ _T = t.TypeVar("_T", int, None)
 
 
 def _int_or(value: object, default: _T) -> int | _T:
+    """``value`` as an int, or ``default`` when it is not one (an odd server)."""
     try:
         return int(t.cast(t.Any, value))
     except (TypeError, ValueError, OverflowError):

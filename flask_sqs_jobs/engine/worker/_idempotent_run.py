@@ -94,6 +94,9 @@ class JobGuard:
     the job's scope, never with a lock held. What it remembers across jobs
     (the job types whose results it could not keep) is guarded by the GIL:
     a set only ever added to.
+
+    :param keys: the store's idempotency keys; None without a store.
+    :param session_factory: opens a job's session (``current_job.session``).
     """
 
     def __init__(
@@ -169,6 +172,12 @@ class JobGuard:
     def _claim(
         self, job: Job, delivery: Delivery, handler: JobHandler, report: StoreErrors
     ) -> _Held | HandlerResult:
+        """Claim the job's key: held, or what comes of the job without its handler.
+
+        A completed key makes a duplicate (with the kept result), one held
+        elsewhere a retry when its lease ends, one used with another payload
+        a conflict; a store that fails makes a retry.
+        """
         if self._keys is None:
             # JobWorker refuses idempotent handlers without keys; never run unguarded.
             return HandlerResult(Outcome.RETRY, RuntimeError("no idempotency keys"))
@@ -236,6 +245,8 @@ class JobGuard:
         *,
         failed: bool,
     ) -> None:
+        """The handler is done: roll a failed job's session back, stop renewing
+        its key, and relinquish the key if the job failed."""
         if failed and session.opened is not None:
             # Before relinquishing: on SQLite the session's write lock would
             # hold the key's update back until the job's scope closes.
@@ -297,6 +308,7 @@ def _lease_seconds(delivery: Delivery, handler: JobHandler) -> float:
 
 
 def _rollback(session: t.Any) -> None:
+    """Roll the job's session back; a failure is logged (the close rolls back too)."""
     try:
         session.rollback()
     except Exception as exc:

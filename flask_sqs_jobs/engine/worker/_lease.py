@@ -30,11 +30,13 @@ class Lease:
     longer owns the message and must not delete it.
 
     Owned by the :class:`~._heartbeat.Heartbeat` that created it
-    (``Heartbeat.hold``): every field after the first five changes there,
-    under the heartbeat's lock. Everyone else (the receiving strategy, the
-    runner, the settler, the shutdown) reads it, and asks the heartbeat for a
-    change (``start_job``, ``freeze``, ``drop``, ``abandon``). ``failed`` may be
-    read without the lock: once set it never goes back.
+    (``Heartbeat.hold``): the message it names and its timeout are fixed at
+    creation; the rest (tracked, in flight, next due, deadline, failure,
+    settling, abort, runtime) changes only in the heartbeat, under its
+    condition. Everyone else (the worker state, the runner, the settler, the
+    shutdown) reads it and asks the heartbeat for a change (``start_job``,
+    ``freeze``, ``drop``, ``abandon``). ``failed`` may be read without the
+    lock: once set it never goes back.
     """
 
     __slots__ = (

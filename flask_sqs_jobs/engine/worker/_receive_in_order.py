@@ -24,6 +24,12 @@ class InOrderReceiving:
     inside the ``poll`` middleware), never with the state's lock held; it
     takes the lock for its reads of the state and the receiver. Its only own
     state, whether the last cycle found every queue empty, is the loop's.
+
+    :param receiver: makes the receives and owns the queues' health.
+    :param state: the worker's shared state.
+    :param polling_order: a weighted random order of the queues, per cycle.
+    :param idle_wait_seconds: how long to long-poll every queue once all
+        were found empty (0: never).
     """
 
     def __init__(
@@ -103,6 +109,7 @@ class InOrderReceiving:
         return held
 
     def _sleep_until_a_queue_is_ready(self) -> None:
+        """Every queue is backed off: wait for the first to be ready (or news)."""
         state = self._state
         with state.lock:
             timeout = self._receiver.health.next_ready_in()

@@ -45,6 +45,12 @@ class PipelinedReceiving:
     the slots they may fill, the queues found empty, the running average of
     a receive's round trip), all guarded by the state's lock; the receives
     themselves run on the receiver's threads.
+
+    :param receiver: makes the receives and owns the queues' health.
+    :param state: the worker's shared state.
+    :param polling_order: a weighted random order of the queues, per cycle.
+    :param idle_wait_seconds: the long poll's wait for a queue found empty
+        (0: no background long polls).
     """
 
     def __init__(

@@ -31,7 +31,11 @@ log = structlog.get_logger(__name__)
 
 
 def endpoint_of(queue: SqsQueue) -> str:
-    """What identifies the server a queue is reached through."""
+    """What identifies the server a queue is reached through.
+
+    Queues on one endpoint share their fate when it is unreachable: the
+    first receive that gets through brings the others' retries forward.
+    """
     meta = getattr(queue.client, "meta", None)
     return str(getattr(meta, "endpoint_url", None) or id(queue.client))
 
@@ -139,6 +143,7 @@ class Receiver:
         wait_seconds: int,
         found: cabc.Callable[[str], None] | None,
     ) -> None:
+        """One long poll, on a receive thread; hold what it brings."""
         deliveries = self.receive(name, max_messages, wait_seconds)
         state = self._state
         with state.lock:
@@ -150,6 +155,8 @@ class Receiver:
             state.receive_ended()
 
     def _record_success(self, name: str) -> None:
+        """A receive of ``name`` worked: forget its failures, retry its
+        endpoint's unreachable queues now."""
         state = self._state
         with state.lock:
             health = self.health.queues[name]

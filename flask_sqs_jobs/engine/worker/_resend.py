@@ -1,4 +1,9 @@
-"""What the worker sends again: a message's attributes, and its dead letter."""
+"""What the worker sends again: a message's attributes, and its dead letter.
+
+A deferred job and a dead letter are sent as new messages with the received
+message's body and attributes; the received attributes are untrusted and in
+ReceiveMessage's shape, so they are checked and reshaped here first.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +39,10 @@ PROPAGATION_ATTRIBUTES = (
 
 
 def copy_attributes(attributes: object) -> dict[str, JSONObject]:
-    """Return received message attributes in the shape SendMessage accepts."""
+    """Return received message attributes in the shape SendMessage accepts.
+
+    An attribute without a type or a value (a server's oddity) is left out.
+    """
     copied: dict[str, JSONObject] = {}
     if not isinstance(attributes, dict):
         return copied
@@ -54,7 +62,13 @@ def copy_attributes(attributes: object) -> dict[str, JSONObject]:
 def dead_letter_params(
     delivery: Delivery, exception: BaseException | None
 ) -> dict[str, t.Any]:
-    """SendMessage arguments that move ``delivery`` to its dead-letter queue."""
+    """SendMessage arguments that move ``delivery`` to its dead-letter queue.
+
+    The original body and attributes, plus the ``dead_letter`` attribute with
+    the reason (SPEC's JSON); attributes go, propagation first, to make room
+    within SQS's ten. A FIFO message keeps its group and is deduplicated by
+    its MessageId.
+    """
     reason = {
         "error_type": type(exception).__name__ if exception is not None else None,
         "error": str(exception)[:1000] if exception is not None else None,

@@ -37,6 +37,7 @@ def log_exhausted(ran: Ran, exception: BaseException | None) -> None:
 
 
 def _attempts(ran: Ran) -> dict[str, t.Any]:
+    """This attempt's number and how many the job gets, for a retry's line."""
     job = ran.job
     return {
         "attempt": ran.delivery.receive_count,

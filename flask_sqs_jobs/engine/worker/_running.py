@@ -69,6 +69,14 @@ class JobRunner:
     job, and closed with the job's scope. It calls the hooks ``job_context``,
     ``job_received`` and ``job_started``; the lease's clock is started and
     stopped through the heartbeat, its owner.
+
+    :param handlers: job type -> handler.
+    :param middleware: the queue group's middleware (its ``consume`` chains
+        wrap each handler call).
+    :param heartbeat: the worker's heartbeat, which owns the leases.
+    :param hooks: the worker's hooks (a failing one is reported to all).
+    :param guard: the job's session and idempotency key around the handler;
+        by default no store (no sessions, no idempotent handlers).
     """
 
     def __init__(
@@ -129,6 +137,12 @@ class JobRunner:
         body: object,
         pointer: Pointer | None,
     ) -> Ran:
+        """Decode ``body`` and run the job it holds, if it is one of ours now.
+
+        A body that is no job is malformed; a job type without a handler is
+        unknown; a job whose ``run_at`` is ahead is deferred (received, but
+        not started); any other job runs its handler.
+        """
         decoded = decode_body(body)
         if isinstance(decoded, str):
             return Ran(
@@ -178,6 +192,8 @@ class JobRunner:
         )
 
     def _job(self, delivery: Delivery, decoded: DecodedBody, job_id: str) -> Job:
+        """The :class:`Job` a delivery holds, its correlation fields bound to
+        the log context (trimmed of reserved keys, and said so)."""
         correlation_fields, trace_headers = decode_attributes(delivery.attributes)
         if correlation_fields:
             trimmed = trim_correlation_fields(correlation_fields, RESERVED_LOG_KEYS)
@@ -222,7 +238,15 @@ class JobRunner:
         delivery: Delivery,
         handler: JobHandler,
     ) -> tuple[HandlerResult, Retry | None]:
-        """Run the handler under its lease's clock; return its result and policy."""
+        """Run the handler under its lease's clock; return its result and policy.
+
+        The job's runtime is created and declared on the job first; the
+        lease's clock starts before the job's context is entered, so a slow
+        context counts against the job's runtime. Once the handler returned,
+        a message about to be deleted stays extended until its delete is
+        done (``freeze``); any other is dropped from the heartbeat, so the
+        settler may set its visibility.
+        """
         lease = delivery.lease
         progress = (
             functools.partial(self._hooks.job_progress, job)
@@ -287,6 +311,7 @@ class JobRunner:
 
 
 def _log_started(delivery: Delivery) -> None:
+    """Log ``job_started``, with the FIFO group and how long the job waited."""
     fields: dict[str, t.Any] = {}
     if delivery.group_id is not None:
         fields["group_id"] = delivery.group_id

@@ -63,6 +63,12 @@ class Settler:
     and reported to the hooks (``worker_error``, kind ``"settle"``). The
     lease is released from the heartbeat (``drop``) before any call that
     decides the message's fate, and always when :meth:`settle` returns.
+
+    :param heartbeat: the worker's heartbeat, which owns the leases.
+    :param hooks: the worker's hooks, told of each job's end.
+    :param known_job_types: the job types this worker runs, for the line
+        about an unknown one.
+    :param delete_linger: how long a delete may wait to share a batch request.
     """
 
     def __init__(
@@ -100,6 +106,7 @@ class Settler:
             report_error(self._hooks, delivery.queue_name, failure, "settle")
 
     def _settle(self, ran: Ran) -> Outcome | None:
+        """Settle by what the message turned out to be; report a job's end."""
         delivery = ran.delivery
         if ran.kind is Kind.MALFORMED:
             if self._discard_malformed(delivery, ran.reason):
@@ -140,6 +147,7 @@ class Settler:
         return error is None
 
     def _hide_unknown(self, delivery: Delivery) -> None:
+        """Hide an unknown job type for a while, for a worker that knows it."""
         self._heartbeat.drop(delivery.lease)
         seconds = delivery.lease.cap_visibility(
             max(UNKNOWN_JOB_TYPE_VISIBILITY, delivery.queue.visibility_timeout or 0)
@@ -200,6 +208,13 @@ class Settler:
     # -- jobs whose handler ran --
 
     def _settle_job(self, ran: Ran) -> Settled:
+        """Settle a job whose handler ran (or could not start), in SPEC's order.
+
+        A lost lease leaves the message alone; an idempotency conflict is
+        dead-lettered; a job that is done is deleted; a failure on the last
+        receive is dead-lettered; a retry policy may end the job; otherwise
+        the job waits its retry delay (when it has one) and comes back.
+        """
         delivery = ran.delivery
         result = Settled(ran.handled.outcome, ran.handled.exception)
         if delivery.lease.failed:
@@ -252,6 +267,7 @@ class Settler:
         return self._delete(delivery, Settled(Outcome.DELETE, exc, fields=fields))
 
     def _delete(self, delivery: Delivery, result: Settled) -> Settled:
+        """Delete the message; ``result`` if that worked, else ``delete_failed``."""
         error = delivery.queue.delete(
             delivery.receipt_handle, linger=self._delete_linger
         )

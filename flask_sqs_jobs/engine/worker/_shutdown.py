@@ -23,7 +23,10 @@ ABORT_GRACE_SECONDS = 2.0
 
 
 class Joinable(t.Protocol):
-    def join(self) -> None: ...
+    """Threads the shutdown waits for (the slot threads)."""
+
+    def join(self) -> None:
+        """Return once the threads ended."""
 
 
 class Shutdown:
@@ -96,12 +99,15 @@ class Shutdown:
         return released
 
     def _release_held(self) -> int:
+        """Release every message held for a slot; return how many were."""
         deliveries = self._state.drain_held()
         for delivery in deliveries:
             self._heartbeat.drop(delivery.lease)
         return self._release([d.lease for d in deliveries])
 
     def _release(self, leases: list[Lease], *, even_failed: bool = False) -> int:
+        """Release ``leases``' messages, reporting each failure as a settle error."""
+
         def failed(queue: str, error: BaseException) -> None:
             report_error(self._hooks, queue, error, "settle")
 

@@ -60,6 +60,11 @@ class JobProcessing:
             self._state.free_slot(delivery)  # a no-op if phase one freed it
 
     def _run_then_settle(self, delivery: Delivery) -> None:
+        """Phase one, free the slot, phase two, close the scope.
+
+        A runner that raised (a bug: it never should) frees the slot and
+        drops the lease, so the message comes back when its visibility ends.
+        """
         try:
             ran = self._runner.run(delivery)
         except Exception:
@@ -108,6 +113,7 @@ class SlotThreads:
             thread.join()
 
     def _serve(self) -> None:
+        """One slot thread: take jobs until a stop; close its event loop."""
         try:
             while (delivery := self._state.next_job()) is not None:
                 self._processing.process(delivery)
@@ -152,6 +158,7 @@ class CycleThread:
             state.wait_for_cycle()
 
     def _serve(self) -> None:
+        """The cycle thread: run each handed-over job in its cycle's context."""
         state = self._state
         try:
             while True:

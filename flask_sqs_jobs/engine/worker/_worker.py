@@ -242,6 +242,12 @@ class JobWorker:
     # -- the loop --
 
     def _run(self) -> int:
+        """Start the parts, poll until stopped or broken, then shut down.
+
+        The parts start in order (the heartbeat, the slot threads, the
+        queues' settings) before ``worker_started``; the shutdown runs
+        whatever ended the loop, before ``worker_stopped``.
+        """
         _stop_event.set(self.stop_event)
         state = self._state
         state.mark_started()
@@ -287,6 +293,10 @@ class JobWorker:
         return status
 
     def _cycle_in_order(self) -> None:
+        """One cycle with one slot: take at most one message and run it here.
+
+        Runs inside the ``poll`` middleware, which so wraps the job's run.
+        """
         assert self._in_order is not None
         assert self._cycle_thread is not None
         delivery = self._in_order.next_message()
@@ -306,6 +316,7 @@ def _check_arguments(
     concurrency: object,
     shutdown_timeout: object,
 ) -> None:
+    """Refuse a worker's arguments that are wrong, saying what to pass instead."""
     if not isinstance(queues, NamedQueues):
         raise TypeError(f"queues must be a QueueGroup; got {type(queues).__name__}")
     if (

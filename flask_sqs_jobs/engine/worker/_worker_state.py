@@ -39,6 +39,11 @@ class WorkerState:
     announce news and wait for it; slot threads take jobs and free their
     slots; the one-slot cycle thread starts its cycle's job itself; the
     shutdown drains, waits and wakes every thread.
+
+    :param names: the logical queues, in the group's order.
+    :param weights: each queue's weight, for the order held messages are
+        taken in.
+    :param concurrency: the worker's slots.
     """
 
     def __init__(
