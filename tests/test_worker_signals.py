@@ -105,6 +105,19 @@ def test_job_finished_carries_the_handlers_result_and_whether_it_comes_back(
     assert (by_type["boom"]["result"], by_type["boom"]["will_retry"]) == (None, True)
 
 
+def test_work_off_reports_the_result_and_will_retry_too(
+    bare_app: Flask, jobs: SQSJobs, handlers: None
+) -> None:
+    with bare_app.app_context():
+        jobs.enqueue("default", "double", {"n": 4})
+    [finished] = work_off(bare_app)
+    assert (finished.outcome, finished.result, finished.will_retry) == (
+        "success",
+        {"twice": 8},
+        False,
+    )
+
+
 def test_a_raising_receiver_is_a_hook_error_and_changes_nothing(
     bare_app: Flask,
     jobs: SQSJobs,
