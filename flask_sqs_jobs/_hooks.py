@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import typing as t
 import weakref
 
 import structlog
 from blinker import NamedSignal
 from flask import Flask
+from flask import has_app_context
 
 from . import signals
 from .engine.model import ErrorKind
@@ -58,12 +60,8 @@ class FlaskHooks(Hooks):
 
     def _send(self, signal: NamedSignal, /, **kwargs: t.Any) -> None:
         """Send ``signal``; report each receiver that raised as a ``worker_error``."""
-        app = self.app
-        queue = kwargs.get("queue")
-        for failure in send_signal(signal, app, **kwargs):
-            send_signal(
-                signals.worker_error, app, queue=queue, exception=failure, kind="hook"
-            )
+        for failure in send_signal(signal, self.app, **kwargs):
+            self.worker_error(kwargs.get("queue"), failure, "hook")
 
     def job_context(self, job: Job) -> t.ContextManager[object]:
         return self.app.app_context()
@@ -125,6 +123,12 @@ class FlaskHooks(Hooks):
     def worker_error(
         self, queue: str | None, exception: BaseException, kind: ErrorKind
     ) -> None:
-        send_signal(
-            signals.worker_error, self.app, queue=queue, exception=exception, kind=kind
-        )
+        # A failure may happen on any of the worker's threads (a receive, the
+        # heartbeat's renewals, the record writer): its receivers get the
+        # app's context all the same.
+        app = self.app
+        context = contextlib.nullcontext() if has_app_context() else app.app_context()
+        with context:
+            send_signal(
+                signals.worker_error, app, queue=queue, exception=exception, kind=kind
+            )

@@ -192,7 +192,16 @@ def test_a_failing_record_write_is_a_store_error(
     records_app: Flask, jobs: SQSJobs, handlers: None
 ) -> None:
     errors = Recorder()
-    with signals.worker_error.connected_to(errors, sender=records_app):
+    contexts: list[object] = []
+
+    def app_of_the_context(sender: Flask, **kwargs: t.Any) -> None:
+        # On the record writer's thread, the receiver has the app's context.
+        contexts.append(current_app._get_current_object())  # type: ignore[attr-defined]
+
+    with (
+        signals.worker_error.connected_to(errors, sender=records_app),
+        signals.worker_error.connected_to(app_of_the_context, sender=records_app),
+    ):
         with records_app.app_context():
             jobs.enqueue("default", "double", {"n": 1}, job_id="double-1")
             [finished] = work_off(records_app)
@@ -202,4 +211,6 @@ def test_a_failing_record_write_is_a_store_error(
     assert finished.outcome == "success"
     assert {(k["queue"], k["kind"]) for k in errors.kwargs} == {("default", "store")}
     assert all("no such table" in str(k["exception"]) for k in errors.kwargs)
+    assert contexts
+    assert all(app is records_app for app in contexts)
     jobs.store(records_app).close()

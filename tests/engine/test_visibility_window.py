@@ -21,7 +21,7 @@ from flask_sqs_jobs.engine.worker._heartbeat import Heartbeat
 from flask_sqs_jobs.engine.worker._lease import Lease
 from flask_sqs_jobs.engine.worker._lease import VISIBILITY_WINDOW_ENDED
 from flask_sqs_jobs.engine.worker._lease import WINDOW_MARGIN_SECONDS
-from flask_sqs_jobs.engine.worker._visibility import retry_delay
+from flask_sqs_jobs.engine.worker._settle_calls import retry_delay
 from moto.sqs.models import sqs_backends
 
 from tests.conftest import REGION

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import datetime as dt
 import typing as t
 
+import structlog
+
+from ..model import loggable_text
+from ..model import MAX_DEFERRAL_SECONDS
+from ..sqs import DecodedBody
+from ..sqs import parse_run_at
 from ..sqs import SqsQueue
 from ._heartbeat import Lease
+
+# The run_at lines keep the logger they had when phase one read run_at itself.
+log = structlog.get_logger("flask_sqs_jobs.engine.worker._running")
 
 
 class Delivery:
@@ -85,3 +95,26 @@ def _int_or(value: object, default: _T) -> int | _T:
 def identifiers(message: cabc.Mapping[str, t.Any]) -> tuple[str, str]:
     """Return ``(receipt handle, message id)`` of a received message, as str."""
     return str(message.get("ReceiptHandle", "")), str(message.get("MessageId", ""))
+
+
+def due_time(decoded: DecodedBody, delivery: Delivery) -> dt.datetime | None:
+    """Return ``run_at`` if the job is not due yet (more than a second ahead)."""
+    if decoded.run_at is None or delivery.queue.is_fifo:
+        return None
+    run_at = parse_run_at(decoded.run_at)
+    if run_at is None:
+        log.warning("run_at_invalid", run_at=loggable_text(decoded.run_at, 64))
+        return None
+    ahead = (run_at - dt.datetime.now(dt.UTC)).total_seconds()
+    if ahead <= 1:
+        return None
+    if ahead > MAX_DEFERRAL_SECONDS:
+        # Another producer's run_at further ahead than enqueue allows would be
+        # re-sent every 15 minutes for years: run it now instead, and say so.
+        log.warning(
+            "run_at_too_far",
+            run_at=loggable_text(decoded.run_at, 64),
+            max_deferral_seconds=MAX_DEFERRAL_SECONDS,
+        )
+        return None
+    return run_at

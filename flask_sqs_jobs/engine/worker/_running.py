@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
-import datetime as dt
 import functools
 import time
 import typing as t
@@ -28,7 +27,6 @@ from ..model import JobMiddleware
 from ..model import JobRuntime
 from ..model import loggable_text
 from ..model import max_attempts
-from ..model import MAX_DEFERRAL_SECONDS
 from ..model import NonRetryableError
 from ..model import Outcome
 from ..model import overrides
@@ -42,10 +40,10 @@ from ..model import trim_correlation_fields
 from ..sqs import decode_attributes
 from ..sqs import decode_body
 from ..sqs import DecodedBody
-from ..sqs import parse_run_at
 from ..sqs import Pointer
 from ..sqs import scheduled_for
 from ._delivery import Delivery
+from ._delivery import due_time
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
 from ._log_keys import RESERVED_LOG_KEYS
@@ -166,7 +164,7 @@ class JobRunner:
         redrive = delivery.queue.redrive_policy()
         receives = None if redrive is None else redrive[1]
         job.max_attempts = max_attempts(handler.retry, receives)
-        run_at = _due_time(decoded, delivery)
+        run_at = due_time(decoded, delivery)
         if run_at is not None:
             handled = self._enter_job_context(job, scope)
             return Ran(
@@ -318,26 +316,3 @@ def _log_started(delivery: Delivery) -> None:
     if delivery.sent_at_ms is not None:
         fields["queue_wait_ms"] = max(0, int(time.time() * 1000) - delivery.sent_at_ms)
     job_log.info("job_started", **fields)
-
-
-def _due_time(decoded: DecodedBody, delivery: Delivery) -> dt.datetime | None:
-    """Return ``run_at`` if the job is not due yet (more than a second ahead)."""
-    if decoded.run_at is None or delivery.queue.is_fifo:
-        return None
-    run_at = parse_run_at(decoded.run_at)
-    if run_at is None:
-        log.warning("run_at_invalid", run_at=loggable_text(decoded.run_at, 64))
-        return None
-    ahead = (run_at - dt.datetime.now(dt.UTC)).total_seconds()
-    if ahead <= 1:
-        return None
-    if ahead > MAX_DEFERRAL_SECONDS:
-        # Another producer's run_at further ahead than enqueue allows would be
-        # re-sent every 15 minutes for years: run it now instead, and say so.
-        log.warning(
-            "run_at_too_far",
-            run_at=loggable_text(decoded.run_at, 64),
-            max_deferral_seconds=MAX_DEFERRAL_SECONDS,
-        )
-        return None
-    return run_at

@@ -34,16 +34,16 @@ from ._heartbeat import Heartbeat
 from ._ran import DELETED_OUTCOMES
 from ._ran import Kind
 from ._ran import Ran
+from ._reporting import log_exhausted
+from ._reporting import log_retrying
 from ._reporting import Report
 from ._reporting import Settled
-from ._resend import copy_attributes
-from ._resend import dead_letter_params
-from ._retry_log import log_exhausted
-from ._retry_log import log_retrying
-from ._visibility import change_visibility
-from ._visibility import describe
-from ._visibility import is_last_receive
-from ._visibility import retry_delay
+from ._settle_calls import change_visibility
+from ._settle_calls import copy_attributes
+from ._settle_calls import dead_letter_params
+from ._settle_calls import describe
+from ._settle_calls import is_last_receive
+from ._settle_calls import retry_delay
 
 log = structlog.get_logger(__name__)
 

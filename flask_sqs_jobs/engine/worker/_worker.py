@@ -38,9 +38,9 @@ from ._receive_in_order import InOrderReceiving
 from ._receive_pipelined import max_receives_in_flight
 from ._receive_pipelined import PipelinedReceiving
 from ._receiver import Receiver
-from ._release import release_leases
 from ._running import JobRunner
 from ._settling import Settler
+from ._shutdown import release_leases
 from ._shutdown import Shutdown
 from ._slots import CycleThread
 from ._slots import JobProcessing
