@@ -20,9 +20,11 @@ class MultiHooks(Hooks):
 
     A hook that raises is logged (``hook_failed``), reported to every one's
     ``worker_error`` with kind ``"hook"`` (a ``worker_error`` that raises is
-    only logged), and the others still run. Nested groups are flattened, so
-    a failure reaches every hook of the worker. Called from any of the
-    worker's threads, never with a lock of the worker held.
+    only logged), and the others still run: its methods never raise. Nested
+    groups are flattened, so a failure reaches every hook of the worker.
+    Which hooks implement each moment is looked up once, here, so a moment
+    nobody implements costs nothing per job. Called from any of the worker's
+    threads, never with a lock of the worker held.
     """
 
     _fans_out: t.ClassVar[bool] = True
@@ -35,11 +37,24 @@ class MultiHooks(Hooks):
             else:
                 flat.append(each)
         self.hooks: tuple[Hooks, ...] = tuple(flat)
+        self._implementing = {
+            name: tuple(h for h in self.hooks if _implements(h, name))
+            for name in _MOMENTS
+        }
+
+    def implementing(self, name: str) -> tuple[Hooks, ...]:
+        """The hooks that implement the moment ``name`` (others do nothing there)."""
+        return self._implementing[name]
 
     def job_context(self, job: Job) -> t.ContextManager[object]:
+        contexts = self._implementing["job_context"]
+        if not contexts:
+            return contextlib.nullcontext()
+        if len(contexts) == 1:
+            return contexts[0].job_context(job)
         stack = contextlib.ExitStack()
         with stack:
-            for hooks in self.hooks:
+            for hooks in contexts:
                 stack.enter_context(hooks.job_context(job))
             return stack.pop_all()
 
@@ -91,7 +106,7 @@ class MultiHooks(Hooks):
     def worker_error(
         self, queue: str | None, exception: BaseException, kind: ErrorKind
     ) -> None:
-        for hooks in self.hooks:
+        for hooks in self._implementing["worker_error"]:
             call_hook("worker_error", hooks.worker_error, queue, exception, kind)
 
     def schedule_fired(self, schedule: str) -> None:
@@ -101,7 +116,7 @@ class MultiHooks(Hooks):
         self, name: str, queue: str | None, *args: t.Any, **kwargs: t.Any
     ) -> None:
         """Call hook ``name`` on each; one that raises does not stop the others."""
-        for hooks in self.hooks:
+        for hooks in self._implementing[name]:
             failure = call_hook(name, getattr(hooks, name), *args, **kwargs)
             if failure is not None:
                 self.worker_error(queue, failure, "hook")
@@ -118,7 +133,25 @@ def overrides(hooks: Hooks, name: str) -> bool:
     Lets the engine skip work for a hook nobody implements.
     """
     if type(hooks) is MultiHooks:
-        return any(overrides(each, name) for each in hooks.hooks)
+        return bool(hooks.implementing(name))
+    return _implements(hooks, name)
+
+
+#: The moments a hook may implement.
+_MOMENTS = tuple(
+    name
+    for name, value in vars(Hooks).items()
+    if not name.startswith("_") and callable(value)
+)
+
+
+def _implements(hooks: Hooks, name: str) -> bool:
+    """Whether ``hooks`` does something at ``name``: its class (or the
+    instance itself) replaces :class:`Hooks`' method that does nothing."""
+    if name in getattr(hooks, "__dict__", ()):
+        return True
+    if type(hooks) is MultiHooks:
+        return bool(hooks.implementing(name))
     return getattr(type(hooks), name) is not getattr(Hooks, name)
 
 

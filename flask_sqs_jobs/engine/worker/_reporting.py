@@ -15,7 +15,7 @@ import typing as t
 
 import structlog
 
-from ..model import call_hook
+from ..model import as_multi
 from ..model import Hooks
 from ..model import Outcome
 from ..model import overrides
@@ -73,8 +73,8 @@ class Report:
     """
 
     def __init__(self, hooks: Hooks) -> None:
-        self._hooks = hooks
-        self._succeeded = overrides(hooks, "job_succeeded")
+        self._hooks = as_multi(hooks)
+        self._succeeded = overrides(self._hooks, "job_succeeded")
 
     def __call__(self, ran: Ran, settled: Settled) -> Outcome:
         """Report ``ran``'s job as ``settled``; return its outcome."""
@@ -97,12 +97,11 @@ class Report:
             if not isinstance(exc, RetryJob):
                 fields["exc_info"] = exc
         getattr(job_log, _LEVELS.get(outcome, "error"))("job_finished", **fields)
+        # MultiHooks: each hook isolated, so these never raise.
         hooks = self._hooks
         if outcome is Outcome.SUCCESS and self._succeeded:
-            call_hook("job_succeeded", hooks.job_succeeded, job, handled.value)
-        call_hook(
-            "job_finished",
-            hooks.job_finished,
+            hooks.job_succeeded(job, handled.value)
+        hooks.job_finished(
             job,
             outcome,
             duration_ms,

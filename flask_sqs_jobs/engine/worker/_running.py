@@ -18,7 +18,6 @@ import structlog
 
 from ..model import as_multi
 from ..model import call_handler
-from ..model import call_hook
 from ..model import compose_consume
 from ..model import Hooks
 from ..model import Job
@@ -226,7 +225,7 @@ class JobRunner:
             log.exception("job_context_failed")
             report_error(self._hooks, job.queue, exc, "hook")
             failed = HandlerResult(Outcome.RETRY, exc)
-        call_hook("job_received", self._hooks.job_received, job)
+        self._hooks.job_received(job)  # MultiHooks: isolated, never raises
         return failed
 
     def _run_handler(
@@ -293,7 +292,7 @@ class JobRunner:
 
         def start_and_call(job: Job) -> None:
             _log_started(delivery)
-            call_hook("job_started", self._hooks.job_started, job)
+            self._hooks.job_started(job)
             returned[0] = call_handler(handler.func, job.payload)
 
         token = set_current_job(job)
