@@ -18,6 +18,8 @@ from flask_sqs_jobs.engine import Hooks
 from flask_sqs_jobs.engine import Job
 from flask_sqs_jobs.engine import JobHandler
 from flask_sqs_jobs.engine import Outcome
+from flask_sqs_jobs.engine.model import MultiHooks
+from flask_sqs_jobs.engine.model import overrides
 
 from tests.engine.helpers import events
 from tests.engine.helpers import one_queue_group
@@ -345,3 +347,29 @@ def test_a_hook_error_reaches_the_groups_hooks_and_the_workers_alike(
 
     [(queue_name, error, kind)] = group_watcher.of("worker_error")
     assert (queue_name, str(error), kind) == ("jobs", "broken hook", "hook")
+
+
+def test_groups_of_hooks_flatten_and_call_what_each_implements() -> None:
+    first, second, plain = Watcher(), Watcher(), Hooks()
+    started: list[str] = []
+    by_instance = Hooks()
+    by_instance.job_started = lambda job: started.append(job.job_type)  # type: ignore[method-assign]
+    hooks = MultiHooks([MultiHooks([first, plain]), second, by_instance])
+    job = Job(job_type="work", payload={}, queue="jobs")
+
+    hooks.job_started(job)
+    with hooks.job_context(job):
+        pass
+
+    assert hooks.hooks == (first, plain, second, by_instance)
+    assert first.names() == second.names() == ["started", "enter", "exit"]
+    assert started == ["work"]
+
+
+def test_a_moment_nobody_implements_is_not_called() -> None:
+    hooks = MultiHooks([Hooks(), Hooks()])
+    assert not overrides(hooks, "job_progress")
+    assert isinstance(
+        hooks.job_context(Job("work", {}, "jobs")), contextlib.nullcontext
+    )
+    assert overrides(MultiHooks([Watcher()]), "job_progress")
