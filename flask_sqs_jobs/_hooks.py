@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import typing as t
 import weakref
 
 import structlog
 from blinker import NamedSignal
 from flask import Flask
+from flask import has_app_context
 
 from . import signals
+from .engine.model import ErrorKind
 from .engine.model import Hooks
 from .engine.model import Job
 from .engine.model import Outcome
@@ -17,23 +20,33 @@ from .engine.model import Outcome
 log = structlog.get_logger(__name__)
 
 
-def send_signal(signal: NamedSignal, sender: Flask, **kwargs: t.Any) -> None:
-    """Call each receiver in turn; one that raises is logged and the rest still run."""
+def send_signal(signal: NamedSignal, sender: Flask, **kwargs: t.Any) -> list[Exception]:
+    """Call each receiver in turn; one that raises is logged and the rest still run.
+
+    Returns what the failing receivers raised.
+    """
     if not signal.receivers:
-        return
+        return []
+    failures = []
     for receiver in signal.receivers_for(sender):
         try:
             receiver(sender, **kwargs)
-        except Exception:
+        except Exception as exc:
             log.exception(
                 "signal_receiver_failed",
                 signal=signal.name,
                 receiver=getattr(receiver, "__qualname__", repr(receiver)),
             )
+            failures.append(exc)
+    return failures
 
 
 class FlaskHooks(Hooks):
-    """An app context around each job, and signals sent with the app as sender."""
+    """An app context around each job, and signals sent with the app as sender.
+
+    A signal receiver that raises is reported to the ``worker_error``
+    receivers (kind ``"hook"``), except one of ``worker_error`` itself.
+    """
 
     def __init__(self, app: Flask) -> None:
         self._app = weakref.ref(app)
@@ -45,22 +58,34 @@ class FlaskHooks(Hooks):
             raise RuntimeError("the Flask app of this worker no longer exists")
         return app
 
+    def _send(self, signal: NamedSignal, /, **kwargs: t.Any) -> None:
+        """Send ``signal``; report each receiver that raised as a ``worker_error``."""
+        for failure in send_signal(signal, self.app, **kwargs):
+            self.worker_error(kwargs.get("queue"), failure, "hook")
+
     def job_context(self, job: Job) -> t.ContextManager[object]:
         return self.app.app_context()
 
     def job_enqueued(self, job: Job, message_id: str) -> None:
-        send_signal(
+        self._send(
             signals.job_enqueued,
-            self.app,
             job=job,
             queue=job.queue,
             message_id=message_id,
         )
 
+    def job_received(self, job: Job) -> None:
+        self._send(
+            signals.job_received,
+            job=job,
+            queue=job.queue,
+            message_id=job.message_id,
+            receive_count=job.receive_count,
+        )
+
     def job_started(self, job: Job) -> None:
-        send_signal(
+        self._send(
             signals.job_started,
-            self.app,
             job=job,
             queue=job.queue,
             message_id=job.message_id,
@@ -73,20 +98,37 @@ class FlaskHooks(Hooks):
         outcome: Outcome,
         duration_ms: float,
         exception: BaseException | None,
+        *,
+        result: object = None,
+        will_retry: bool = False,
     ) -> None:
-        send_signal(
+        self._send(
             signals.job_finished,
-            self.app,
             job=job,
             queue=job.queue,
             message_id=job.message_id,
             outcome=outcome,
             duration_ms=duration_ms,
             exception=exception,
+            result=result,
+            will_retry=will_retry,
         )
 
     def worker_started(self, queues: list[str]) -> None:
-        send_signal(signals.worker_started, self.app, queues=queues)
+        self._send(signals.worker_started, queues=queues)
 
     def worker_stopped(self, reason: str) -> None:
-        send_signal(signals.worker_stopped, self.app, reason=reason)
+        self._send(signals.worker_stopped, reason=reason)
+
+    def worker_error(
+        self, queue: str | None, exception: BaseException, kind: ErrorKind
+    ) -> None:
+        # A failure may happen on any of the worker's threads (a receive, the
+        # heartbeat's renewals, the record writer): its receivers get the
+        # app's context all the same.
+        app = self.app
+        context = contextlib.nullcontext() if has_app_context() else app.app_context()
+        with context:
+            send_signal(
+                signals.worker_error, app, queue=queue, exception=exception, kind=kind
+            )

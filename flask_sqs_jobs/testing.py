@@ -55,6 +55,10 @@ class FinishedJob:
     job: Job
     outcome: Outcome
     exception: BaseException | None
+    #: What the handler returned (None when it raised or did not run).
+    result: object = None
+    #: Whether the job's message will come back to its queue.
+    will_retry: bool = False
 
 
 @contextlib.contextmanager
@@ -68,9 +72,11 @@ def record_finished(app: Flask) -> cabc.Iterator[list[FinishedJob]]:
         job: Job,
         outcome: Outcome,
         exception: BaseException | None,
+        result: object = None,
+        will_retry: bool = False,
         **extra: t.Any,
     ) -> None:
-        finished.append(FinishedJob(job, outcome, exception))
+        finished.append(FinishedJob(job, outcome, exception, result, will_retry))
 
     with signals.job_finished.connected_to(record, sender=app):
         yield finished

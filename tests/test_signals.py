@@ -154,6 +154,8 @@ def test_job_finished_is_sent_with_the_outcome_duration_and_exception(
         "outcome",
         "duration_ms",
         "exception",
+        "result",
+        "will_retry",
     }
     assert kwargs["job"].job_type == job_type
     assert (kwargs["queue"], kwargs["message_id"]) == ("default", message_id)
@@ -164,6 +166,9 @@ def test_job_finished_is_sent_with_the_outcome_duration_and_exception(
         assert kwargs["exception"] is None
     else:
         assert type(kwargs["exception"]) is exception
+    # The handlers return None; only a retry leaves the message for another try.
+    assert kwargs["result"] is None
+    assert kwargs["will_retry"] is (outcome == "retry")
 
 
 def test_worker_started_and_stopped_are_sent_with_the_queues_and_the_reason(

@@ -11,7 +11,7 @@ import boto3
 import click
 
 from ..config import Config
-from ..engine.sqs import error_code
+from ..engine.sqs import aws_error_code
 from ..engine.sqs import QUEUE_DOES_NOT_EXIST_CODES
 from ..engine.sqs import SqsQueue
 
@@ -85,7 +85,7 @@ def _existing_queue_url(client: SQSClient, name: str) -> str | None:
     try:
         return client.get_queue_url(QueueName=name)["QueueUrl"]
     except Exception as exc:
-        if error_code(exc) in QUEUE_DOES_NOT_EXIST_CODES:
+        if aws_error_code(exc) in QUEUE_DOES_NOT_EXIST_CODES:
             return None
         raise
 

@@ -21,20 +21,14 @@ from ..config import AppParts
 from ..config import AWSSetupError
 from ..config import parts_of
 from ..engine.model import escape
+from ..engine.model import EXIT_SQS_ERROR
+from ..engine.model import EXIT_USAGE
 from ..engine.model import QueueNotFoundError
 from ..engine.ops import dead_letter_queue
 
 if t.TYPE_CHECKING:
     from ..config import AppParts
     from ..engine.sqs import SqsQueue
-
-
-#: The worker stopped gracefully (a signal, or ``should_stop``).
-EXIT_OK = 0
-#: Every queue failed to receive 10 times in a row; let the supervisor restart.
-EXIT_RECEIVE_FAILURES = 1
-#: A usage or configuration error: fix the command line or the config.
-EXIT_USAGE = 2
 
 
 #: Options of the ``sqs-jobs`` commands take no automatic environment variable:
@@ -91,7 +85,7 @@ def check_queue_names(parts: AppParts, names: t.Iterable[str]) -> None:
 class SqsError(click.ClickException):
     """SQS refused a call or could not be reached: one ``Error: ...`` line, status 1."""
 
-    exit_code = 1
+    exit_code = EXIT_SQS_ERROR
 
 
 @contextlib.contextmanager

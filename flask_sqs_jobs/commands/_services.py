@@ -13,8 +13,9 @@ import typing as t
 from flask import Flask
 
 from ..config import AppParts
+from ..engine.model import report_error
+from ..engine.model import WorkerService
 from ..engine.worker import JobWorker
-from ..engine.worker import WorkerService
 from ..store.outbox import outbox_relay_services
 from ..store.records import presence_of
 
@@ -41,6 +42,7 @@ def worker_services(
             concurrency=options.concurrency,
             record_jobs=config.record_jobs,
             retention_seconds=config.record_retention_seconds,
+            on_error=lambda error: report_error(worker.hooks, None, error, "store"),
         )
     )
     if getattr(options, "outbox_relay", True):

@@ -42,6 +42,10 @@ import typing as t
 import click
 import structlog
 
+from ..engine.model import EXIT_CRASHED
+from ..engine.model import EXIT_OK
+from ..engine.model import EXIT_RECEIVE_FAILURES
+from ..engine.model import EXIT_USAGE
 from ._supervisor_health import Child
 from ._supervisor_health import SupervisorHealth
 
@@ -53,8 +57,8 @@ MAX_RESTART_BACKOFF = 30.0
 HEALTHY_RUN_SECONDS = 60.0
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _TICK = 0.05
-#: Exit status of a worker process that died of an unexpected exception.
-_EXIT_CRASHED = 70
+#: Exit statuses of a worker process that stop the others: restarting would not help.
+_STOPPING = (EXIT_RECEIVE_FAILURES, EXIT_USAGE)
 
 
 class RunWorker(t.Protocol):
@@ -95,7 +99,7 @@ class Supervisor:
         self._lock = threading.Lock()
         self._signals: list[int] = []
         self._stopping = False
-        self._status = 0
+        self._status = EXIT_OK
         self._health: SupervisorHealth | None = None
 
     def run(self) -> int:
@@ -159,7 +163,7 @@ class Supervisor:
         log.info("worker_process_started", process=child.index, pid=pid)
 
     def _child_main(self, child: Child, channel: socket.socket) -> t.NoReturn:
-        status = _EXIT_CRASHED
+        status = EXIT_CRASHED
         try:
             os.setpgid(0, 0)
             for sig in _STOP_SIGNALS:
@@ -258,11 +262,11 @@ class Supervisor:
     ) -> None:
         """What to do once a worker process exited with ``code``."""
         now = time.monotonic()
-        if code in (1, 2):
+        if code in _STOPPING:
             self._status = max(self._status, code)
         if self._stopping:
             log.info("worker_process_exited", process=child.index, pid=pid, **how)
-        elif code in (0, 1, 2):
+        elif code in (EXIT_OK, *_STOPPING):
             log.warning(
                 "worker_process_exited",
                 process=child.index,

@@ -15,9 +15,9 @@ from flask.cli import with_appcontext
 
 from ..config import missing_store_error
 from ..engine.model import QueueNotFoundError
+from ..engine.model import running
 from ..engine.ops import HealthServer
 from ..engine.worker import run_until_signalled
-from ..engine.worker import running
 from ..store.outbox import bind_outbox_metrics
 from ._common import check_queue_names
 from ._common import ConfigurationError

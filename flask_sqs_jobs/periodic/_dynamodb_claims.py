@@ -18,6 +18,7 @@ import structlog
 from botocore.exceptions import ClientError
 from flask import Flask
 
+from ..engine.sqs import aws_error_code
 from . import _claims as claims
 from ._claims import send
 from ._schedule import Schedule
@@ -70,7 +71,7 @@ class DynamoClaims:
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if aws_error_code(exc) != "ConditionalCheckFailedException":
                 raise
             return None
         self._send_claimed(schedule, tick)
@@ -147,7 +148,7 @@ class DynamoClaims:
                 },
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if aws_error_code(exc) != "ConditionalCheckFailedException":
                 raise
             return
         self._watched[(schedule.name, tick)] = now + STALE_AFTER_SECONDS
@@ -173,7 +174,3 @@ def _tick_of(sort_key: str) -> dt.datetime:
     return dt.datetime.strptime(
         sort_key.removeprefix("tick#"), "%Y-%m-%dT%H:%M:%SZ"
     ).replace(tzinfo=dt.UTC)
-
-
-def _code(exc: Exception) -> str:
-    return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))

@@ -17,6 +17,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from ..engine.model import QueueNotFoundError
+from ..engine.sqs import aws_error_code
 from ._schedule import Schedule
 from ._schedule import SCHEDULED_FOR
 
@@ -202,7 +203,7 @@ def ensure_group(client: t.Any, group: str) -> bool:
     try:
         client.get_schedule_group(Name=group)
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+        if aws_error_code(exc) != "ResourceNotFoundException":
             raise
         client.create_schedule_group(Name=group)
         return True
@@ -215,7 +216,7 @@ def _existing(client: t.Any, group: str) -> set[str]:
         for page in client.get_paginator("list_schedules").paginate(GroupName=group):
             names.update(item["Name"] for item in page.get("Schedules", []))
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+        if aws_error_code(exc) != "ResourceNotFoundException":
             raise
     return names
 

@@ -18,7 +18,7 @@ from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs.engine import Hooks
 from flask_sqs_jobs.engine.ops._inspection import dead_letter_queue
 from flask_sqs_jobs.engine.ops._inspection import redrive
-from flask_sqs_jobs.engine.worker import _running
+from flask_sqs_jobs.engine.worker import _delivery
 
 from tests.engine.helpers import events
 from tests.engine.helpers import one_queue_group
@@ -321,7 +321,7 @@ def test_a_deferred_job_keeps_its_job_id(
 
     sqs.send_message(QueueUrl=queue_url, MessageBody=deferred["MessageBody"])
     monkeypatch.setattr(
-        _running, "dt", types.SimpleNamespace(datetime=_Later, UTC=dt.UTC)
+        _delivery, "dt", types.SimpleNamespace(datetime=_Later, UTC=dt.UTC)
     )
     run_once(sqs, queue_url, {"report": recording_job_id(seen)})
 

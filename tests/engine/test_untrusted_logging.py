@@ -13,6 +13,7 @@ import structlog
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import JobWorker
 from flask_sqs_jobs.engine.model import _untrusted
+from flask_sqs_jobs.engine.model._log_keys import RESERVED_LOG_KEYS
 from flask_sqs_jobs.engine.model._untrusted import escape
 from flask_sqs_jobs.engine.model._untrusted import FieldNames
 from flask_sqs_jobs.engine.model._untrusted import loggable_text
@@ -20,7 +21,6 @@ from flask_sqs_jobs.engine.model._untrusted import MAX_CORRELATION_FIELDS
 from flask_sqs_jobs.engine.model._untrusted import MAX_LOGGED_TEXT
 from flask_sqs_jobs.engine.model._untrusted import trim_correlation_fields
 from flask_sqs_jobs.engine.model._untrusted import TRUNCATION_MARK
-from flask_sqs_jobs.engine.worker._running import RESERVED_LOG_KEYS
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -21,7 +21,7 @@ from flask_sqs_jobs.engine.worker._heartbeat import Heartbeat
 from flask_sqs_jobs.engine.worker._lease import Lease
 from flask_sqs_jobs.engine.worker._lease import VISIBILITY_WINDOW_ENDED
 from flask_sqs_jobs.engine.worker._lease import WINDOW_MARGIN_SECONDS
-from flask_sqs_jobs.engine.worker._settling import _retry_delay
+from flask_sqs_jobs.engine.worker._settle_calls import retry_delay
 from moto.sqs.models import sqs_backends
 
 from tests.conftest import REGION
@@ -256,4 +256,4 @@ def test_the_backoff_is_computed_for_any_receive_count_and_base(
     message = {"Attributes": {"ApproximateReceiveCount": str(receive_count)}}
     delivery = Delivery("jobs", queue, message, lease)
 
-    assert _retry_delay(delivery, RuntimeError("failed")) == TWELVE_HOURS
+    assert retry_delay(delivery, RuntimeError("failed")) == TWELVE_HOURS

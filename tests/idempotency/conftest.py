@@ -34,6 +34,7 @@ class Finished(Hooks):
         outcome: Outcome,
         duration_ms: float,
         exception: BaseException | None,
+        **kwargs: t.Any,
     ) -> None:
         with self._cond:
             self.outcomes.append((job.job_id, outcome))

@@ -41,7 +41,9 @@ class LeaseEndsAfter(Hooks):
         self.seen: list[tuple[str, int | None]] = []
         self._clock, self._waits = clock, waits
 
-    def job_finished(self, job: Job, outcome: Outcome, *args: t.Any) -> None:
+    def job_finished(
+        self, job: Job, outcome: Outcome, *args: t.Any, **kwargs: t.Any
+    ) -> None:
         self.seen.append((outcome.value, job.receive_count))
         if len(self.seen) == self._waits:
             self._clock.advance(60)

@@ -123,12 +123,12 @@ def test_a_completed_key_is_forgotten_after_its_ttl(
     assert claim(keys, payload_hash="other", job="j3").state is ClaimState.CLAIMED
 
 
-def test_release_frees_the_key_only_for_its_holder(keys: SQLIdempotencyKeys) -> None:
+def test_relinquish_frees_the_key_only_for_its_holder(keys: SQLIdempotencyKeys) -> None:
     first = claim(keys)
     assert first.token is not None
-    keys.release("k", "not-the-token")
+    keys.relinquish("k", "not-the-token")
     assert claim(keys, job="j2").state is ClaimState.IN_PROGRESS
-    keys.release("k", first.token)
+    keys.relinquish("k", first.token)
     assert claim(keys, job="j3").state is ClaimState.CLAIMED
 
 

@@ -168,7 +168,9 @@ def test_a_key_in_progress_elsewhere_is_retried_when_that_lease_ends(
     monkeypatch.setattr(_sql_idempotency, "_now", clock)
 
     class LeaseEndsAfterTheRetry(Hooks):
-        def job_finished(self, job: Job, outcome: Outcome, *args: t.Any) -> None:
+        def job_finished(
+            self, job: Job, outcome: Outcome, *args: t.Any, **kwargs: t.Any
+        ) -> None:
             if outcome is Outcome.RETRY:
                 clock.advance(2)
 

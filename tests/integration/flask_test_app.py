@@ -13,7 +13,8 @@ Run it as ``python -m flask --app tests.integration.flask_test_app:create_app ..
   the worker process sets it: configuring structlog in the test process would
   change logging for every test there.
 
-Handlers: ``record`` (log ``job_recorded``, record the job), ``block`` (log
+Handlers: ``record`` (log ``job_recorded``, record the job), ``echo``
+(return ``{"echo": payload}``), ``block`` (log
 ``block_started``, wait until the file named by the payload's ``release``
 exists, then record), ``fail`` (record, then raise ``RuntimeError``),
 ``fixable`` (record, then raise ``RuntimeError`` until the file named by the
@@ -125,6 +126,10 @@ def create_app() -> Flask:
         log.info("job_recorded", payload=payload)
         record_job("record")
 
+    @jobs.handler("echo")
+    def echo(payload: dict[str, t.Any]) -> dict[str, t.Any]:
+        return {"echo": payload}
+
     @jobs.handler("block")
     def block(payload: dict[str, t.Any]) -> None:
         log.info("block_started", payload=payload)
@@ -195,10 +200,12 @@ def create_app() -> Flask:
     receivers = app.extensions["test_app_signal_receivers"] = []
     for signal_ in (
         signals.job_enqueued,
+        signals.job_received,
         signals.job_started,
         signals.job_finished,
         signals.worker_started,
         signals.worker_stopped,
+        signals.worker_error,
     ):
         receiver = _signal_logger(signal_.name, app)
         receivers.append(receiver)

@@ -8,6 +8,7 @@ import typing as t
 import pytest
 from flask_sqs_jobs.engine import Job
 from flask_sqs_jobs.engine import Outcome
+from flask_sqs_jobs.engine.model._job_runtime import JobRuntime
 from flask_sqs_jobs.store.model._records import JobEvent
 from flask_sqs_jobs.store.records._recording import RecordingHooks
 from flask_sqs_jobs.store.records._writer import RecordWriter
@@ -81,6 +82,8 @@ def test_a_delivery_that_found_its_own_job_ids_key_taken_writes_nothing(
     holder: str | None, writes: int
 ) -> None:
     job = Job("t", {}, "default", job_id="j-1", receive_count=3)
-    job._key_holder = holder
+    runtime = JobRuntime(t.cast(t.Any, None), None)
+    runtime.key_holder = holder
+    job._runtime = runtime
     for outcome in (Outcome.DUPLICATE, Outcome.RETRY, Outcome.DEAD_LETTERED):
         assert len(recorded(job, outcome, None)) == writes

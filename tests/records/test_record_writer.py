@@ -81,3 +81,20 @@ def test_a_write_refused_for_its_job_type_is_logged_once_and_counted(
         ("charge", "other"),
     ]
     assert store_error_counts().get("job_record_conflicts", 0) - before == 2
+
+
+def test_a_failed_write_is_handed_to_on_error_with_its_queue() -> None:
+    class Broken:
+        def write(self, events: list[JobEvent]) -> None:
+            raise ConnectionError("database down")
+
+    errors: list[tuple[str | None, str]] = []
+    writer = RecordWriter(
+        lambda: t.cast(t.Any, Broken()),
+        synchronous=True,
+        on_error=lambda queue, error: errors.append((queue, str(error))),
+    )
+    writer.submit(
+        JobEvent("j1", "work", "critical", "queued", 0, dt.datetime.now(dt.UTC))
+    )
+    assert errors == [("critical", "database down")]

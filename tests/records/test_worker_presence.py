@@ -112,3 +112,21 @@ def test_presence_forgets_expired_idempotency_keys(store: SQLAlchemyStore) -> No
         eventually(lambda: stored_keys() == {"kept"})
     finally:
         presence.stop()
+
+
+def test_a_store_failure_is_handed_to_on_error(tmp_path: object) -> None:
+    broken = SQLAlchemyStore(f"sqlite:///{tmp_path}/no-tables.db")
+    errors: list[BaseException] = []
+    presence = WorkerPresence(
+        broken.worker_registry(),
+        queues=["default"],
+        concurrency=1,
+        busy_slots=lambda: 0,
+        refresh_seconds=0.01,
+        on_error=errors.append,
+    )
+    presence.start()
+    eventually(lambda: len(errors) >= 2)
+    presence.stop()
+    broken.close()
+    assert all("no such table" in str(error) for error in errors)

@@ -164,14 +164,14 @@ def test_renew_extends_the_lease(keys: IdempotencyKeys) -> None:
     assert answer.retry_after_seconds > 60
 
 
-def test_a_wrong_token_can_neither_renew_complete_nor_release(
+def test_a_wrong_token_can_neither_renew_complete_nor_relinquish(
     keys: IdempotencyKeys,
 ) -> None:
     token = claimed(keys, lease_seconds=60)
     assert keys.renew("charge-1", "not-the-token", 3600) is False
     with pytest.raises(RuntimeError, match="no longer held"):
         keys.complete("charge-1", "not-the-token", result="x", ttl_seconds=3600)
-    keys.release("charge-1", "not-the-token")
+    keys.relinquish("charge-1", "not-the-token")
     answer = claim(keys)
     assert answer.state is ClaimState.IN_PROGRESS
     assert answer.retry_after_seconds is not None
@@ -184,20 +184,20 @@ def test_a_token_means_nothing_on_another_key(keys: IdempotencyKeys) -> None:
     token = claimed(keys, key="charge-1")
     claimed(keys, key="charge-2")
     assert keys.renew("charge-2", token, 3600) is False
-    keys.release("charge-2", token)
+    keys.relinquish("charge-2", token)
     assert claim(keys, key="charge-2").state is ClaimState.IN_PROGRESS
 
 
-def test_a_released_key_is_free_again(keys: IdempotencyKeys) -> None:
+def test_a_relinquished_key_is_free_again(keys: IdempotencyKeys) -> None:
     token = claimed(keys, job_id="job-1")
-    keys.release("charge-1", token)
+    keys.relinquish("charge-1", token)
     assert claim(keys, job_id="job-2").state is ClaimState.CLAIMED
 
 
-def test_a_completed_key_cannot_be_released(keys: IdempotencyKeys) -> None:
+def test_a_completed_key_cannot_be_relinquished(keys: IdempotencyKeys) -> None:
     token = claimed(keys)
     keys.complete("charge-1", token, result=1, ttl_seconds=3600)
-    keys.release("charge-1", token)
+    keys.relinquish("charge-1", token)
     assert claim(keys).state is ClaimState.COMPLETED
 
 

@@ -17,6 +17,11 @@ from ._exceptions import QueueNotFoundError
 from ._exceptions import RetryJob
 from ._exceptions import SQSJobsError
 from ._exceptions import UnknownQueueError
+from ._exit_status import EXIT_CRASHED
+from ._exit_status import EXIT_OK
+from ._exit_status import EXIT_RECEIVE_FAILURES
+from ._exit_status import EXIT_SQS_ERROR
+from ._exit_status import EXIT_USAGE
 from ._handlers import as_job_handler
 from ._handlers import call_handler
 from ._handlers import check_idempotency
@@ -27,8 +32,8 @@ from ._handlers import HandlerFunc
 from ._handlers import JOB_TYPE_SCOPE
 from ._handlers import JobHandler
 from ._handlers import KeyFunc
+from ._hooks import ErrorKind
 from ._hooks import Hooks
-from ._hooks import MultiHooks
 from ._idempotency_keys import Claim
 from ._idempotency_keys import ClaimState
 from ._idempotency_keys import IdempotencyKeys
@@ -42,6 +47,8 @@ from ._job_ids import is_job_id
 from ._job_ids import new_job_id
 from ._job_ids import received_job_id
 from ._job_ids import shown_job_id
+from ._job_runtime import JobRuntime
+from ._job_runtime import Renewal
 from ._job_session import JobSession
 from ._job_session import SessionFactory
 from ._limits import DEFAULT_MAX_MESSAGE_SIZE
@@ -54,18 +61,25 @@ from ._limits import MAX_MESSAGE_ATTRIBUTES
 from ._limits import MAX_QUEUE_NAME_LENGTH
 from ._limits import MAX_VISIBILITY_TIMEOUT
 from ._limits import MAX_WAIT_SECONDS
+from ._log_keys import RESERVED_LOG_KEYS
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_consume
 from ._middleware import compose_poll
 from ._middleware import compose_produce
 from ._middleware import JobMiddleware
 from ._middleware import reset_trace_injectors
+from ._multi_hooks import as_multi
+from ._multi_hooks import MultiHooks
+from ._multi_hooks import overrides
+from ._multi_hooks import report_error
 from ._outcome import Outcome
-from ._progress import set_reporter
+from ._progress import ProgressSink
 from ._retry import judge
 from ._retry import max_attempts
 from ._retry import Retry
 from ._retry import Verdict
+from ._services import running
+from ._services import WorkerService
 from ._shown_json import is_unreadable
 from ._shown_json import loads_shown
 from ._shown_json import shown
@@ -73,8 +87,18 @@ from ._shown_json import UNREADABLE
 from ._untrusted import escape
 from ._untrusted import loggable_text
 from ._untrusted import trim_correlation_fields
+from ._worker_counts import WorkerCounts
 
 __all__ = [
+    "RESERVED_LOG_KEYS",
+    "WorkerCounts",
+    "WorkerService",
+    "running",
+    "EXIT_USAGE",
+    "EXIT_SQS_ERROR",
+    "EXIT_RECEIVE_FAILURES",
+    "EXIT_OK",
+    "EXIT_CRASHED",
     "reset_trace_injectors",
     "JOB_TYPE_SCOPE",
     "GLOBAL_SCOPE",
@@ -88,6 +112,7 @@ __all__ = [
     "DEFAULT_IDEMPOTENCY_TTL_SECONDS",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "EnqueueBatchError",
+    "ErrorKind",
     "HandlerFunc",
     "Hooks",
     "IdempotencyConflictError",
@@ -96,6 +121,7 @@ __all__ = [
     "Job",
     "JobHandler",
     "JobMiddleware",
+    "JobRuntime",
     "JobSession",
     "KeyFunc",
     "MAX_BATCH_ENTRIES",
@@ -109,7 +135,9 @@ __all__ = [
     "MultiHooks",
     "NonRetryableError",
     "Outcome",
+    "ProgressSink",
     "QueueNotFoundError",
+    "Renewal",
     "Retry",
     "RetryJob",
     "SQSJobsError",
@@ -117,6 +145,7 @@ __all__ = [
     "UnknownQueueError",
     "Verdict",
     "as_job_handler",
+    "as_multi",
     "call_handler",
     "call_hook",
     "check_idempotency",
@@ -134,11 +163,12 @@ __all__ = [
     "loggable_text",
     "max_attempts",
     "new_job_id",
+    "overrides",
     "payload_fingerprint",
     "received_job_id",
+    "report_error",
     "reset_current_job",
     "set_current_job",
-    "set_reporter",
     "shown_job_id",
     "trim_correlation_fields",
 ]

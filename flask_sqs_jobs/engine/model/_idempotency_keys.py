@@ -35,7 +35,7 @@ class Claim:
     """The answer of :meth:`IdempotencyKeys.claim`."""
 
     state: ClaimState
-    #: The holder's token (CLAIMED): pass it to renew, complete and release.
+    #: The holder's token (CLAIMED): pass it to renew, complete and relinquish.
     token: str | None = None
     #: Seconds until the other holder's lease ends (IN_PROGRESS).
     retry_after_seconds: float | None = None
@@ -78,7 +78,7 @@ class IdempotencyKeys(t.Protocol):
         the job (and rolls the session back).
         """
 
-    def release(self, key: str, token: str) -> None:
+    def relinquish(self, key: str, token: str) -> None:
         """Forget an in-progress key held by ``token`` (the handler failed)."""
 
 

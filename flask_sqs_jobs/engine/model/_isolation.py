@@ -1,7 +1,8 @@
 """One way to call code that watches the engine without letting it steer.
 
 Hooks, signal receivers and vendor observers may fail anywhere; a failure is
-logged and never changes a job's outcome or stops the worker.
+logged and never changes a job's outcome or stops the worker. The caller gets
+the exception back, to report it further (``worker_error``, kind ``"hook"``).
 """
 
 from __future__ import annotations
@@ -23,16 +24,21 @@ def call_isolated(
     /,
     *args: P.args,
     **kwargs: P.kwargs,
-) -> None:
-    """Call ``func``; if it raises, log ``event`` with ``fields`` and the traceback."""
+) -> Exception | None:
+    """Call ``func``; if it raises, log ``event`` with ``fields`` and the traceback.
+
+    Returns what it raised (None when it returned).
+    """
     try:
         func(*args, **kwargs)
-    except Exception:
+    except Exception as exc:
         log.exception(event, **fields)
+        return exc
+    return None
 
 
 def call_hook(
     name: str, func: cabc.Callable[P, object], /, *args: P.args, **kwargs: P.kwargs
-) -> None:
-    """Call the hook ``name``; a failure is logged as ``hook_failed``."""
-    call_isolated("hook_failed", {"hook": name}, func, *args, **kwargs)
+) -> Exception | None:
+    """Call the hook ``name``; a failure is logged as ``hook_failed`` and returned."""
+    return call_isolated("hook_failed", {"hook": name}, func, *args, **kwargs)

@@ -7,8 +7,10 @@ import datetime as dt
 import threading
 import typing as t
 
-if t.TYPE_CHECKING:
-    from ._job_session import JobSession
+from ._job_runtime import JobRuntime
+from ._job_session import NO_SESSIONS
+from ._progress import check_progress
+from ._progress import progress_not_recorded
 
 #: A JSON object: what a payload and the correlation fields are.
 JSONObject: t.TypeAlias = dict[str, t.Any]
@@ -66,12 +68,9 @@ class Job:
         """This attempt's number, 1 for the first: the ``receive_count``."""
         return self.receive_count
 
-    _session: JobSession | None = dataclasses.field(
-        default=None, init=False, repr=False, compare=False
-    )
-    #: The job id that held or completed this job's idempotency key when the
-    #: worker found it taken (a duplicate, in progress, a conflict).
-    _key_holder: str | None = dataclasses.field(
+    #: What the running job reaches in the worker (its session, progress sink
+    #: and lease renewal): set by the job runner, None outside a handler.
+    _runtime: JobRuntime | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False
     )
 
@@ -84,11 +83,9 @@ class Job:
         back when it raises, and closed after the job. Do not commit it
         yourself. Raises ``RuntimeError`` without a SQL job store.
         """
-        if self._session is None:
-            from ._job_session import NO_SESSIONS
-
+        if self._runtime is None:
             raise RuntimeError(NO_SESSIONS)
-        return self._session.get()
+        return self._runtime.session.get()
 
     def set_progress(self, fraction: float, message: str | None = None) -> None:
         """Record how far the running job is: ``fraction`` from 0 to 1.
@@ -99,6 +96,8 @@ class Job:
 
         :raises ValueError: ``fraction`` is not a finite number from 0 to 1.
         """
-        from ._progress import report_progress
-
-        report_progress(self, fraction, message)
+        checked, shown = check_progress(fraction, message)
+        if self._runtime is None:
+            progress_not_recorded(checked)
+            return
+        self._runtime.report_progress(checked, shown)

@@ -1,4 +1,8 @@
-"""``current_job.set_progress``: checked here, written by whoever records jobs."""
+"""``current_job.set_progress``: what a handler may report, checked once here.
+
+The job's runtime hands a checked report to whoever records jobs (the
+``job_progress`` hook); this module only checks and shapes it.
+"""
 
 from __future__ import annotations
 
@@ -10,25 +14,21 @@ import structlog
 
 from ._untrusted import loggable_text
 
-if t.TYPE_CHECKING:
-    from ._job import Job
-
 log = structlog.get_logger(__name__)
 
 #: Characters of a progress message kept.
 MAX_PROGRESS_MESSAGE = 500
 
-ProgressReporter: t.TypeAlias = cabc.Callable[["Job", float, str | None], None]
-_ATTRIBUTE = "_progress_reporter"
+#: Takes a checked fraction (0 to 1) and message (escaped, cut), for one job.
+ProgressSink: t.TypeAlias = cabc.Callable[[float, str | None], None]
 
 
-def set_reporter(job: Job, reporter: ProgressReporter) -> None:
-    """Have ``job``'s ``set_progress`` calls go to ``reporter``."""
-    setattr(job, _ATTRIBUTE, reporter)
+def check_progress(fraction: object, message: object) -> tuple[float, str | None]:
+    """Return ``fraction`` as a float and ``message`` made loggable.
 
-
-def report_progress(job: Job, fraction: float, message: str | None) -> None:
-    """Check ``fraction`` and ``message``, then hand them to the job's reporter."""
+    :raises ValueError: ``fraction`` is not a finite number from 0 to 1.
+    :raises TypeError: ``message`` is neither a str nor None.
+    """
     if (
         isinstance(fraction, bool)
         or not isinstance(fraction, int | float)
@@ -41,8 +41,9 @@ def report_progress(job: Job, fraction: float, message: str | None) -> None:
     if message is not None and not isinstance(message, str):
         raise TypeError(f"a progress message must be a str or None; got {message!r}")
     shown = None if message is None else loggable_text(message, MAX_PROGRESS_MESSAGE)
-    reporter: ProgressReporter | None = getattr(job, _ATTRIBUTE, None)
-    if reporter is None:
-        log.debug("job_progress_not_recorded", progress=fraction, reason="no records")
-        return
-    reporter(job, float(fraction), shown)
+    return float(fraction), shown
+
+
+def progress_not_recorded(fraction: float) -> None:
+    """Say (at debug level) that a report went nowhere: nothing records jobs."""
+    log.debug("job_progress_not_recorded", progress=fraction, reason="no records")

@@ -33,8 +33,8 @@ from ..model import Outcome
 from ._store_errors import store_error_counts
 
 if t.TYPE_CHECKING:
+    from ..model import WorkerCounts
     from ..worker import JobWorker
-    from ..worker import WorkerCounts
 
 #: ``/healthz``'s limit, for a worker whose metrics are bound without a health
 #: server (``HealthServer`` binds its own rule).
@@ -154,6 +154,9 @@ class PrometheusMetrics(Hooks):
         outcome: Outcome,
         duration_ms: float,
         exception: BaseException | None,
+        *,
+        result: object = None,
+        will_retry: bool = False,
     ) -> None:
         self.jobs.labels(job.queue, job.job_type, str(outcome)).inc()
         self.duration.labels(job.queue, job.job_type).observe(duration_ms / 1000)

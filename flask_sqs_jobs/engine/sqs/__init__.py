@@ -10,7 +10,12 @@ from __future__ import annotations
 from ._definitions import add_name_prefix
 from ._definitions import parse_queue_definitions
 from ._definitions import QueueDefinition
-from ._group_commit import error_code
+from ._errors import aws_error_code
+from ._errors import call_error
+from ._errors import CallError
+from ._errors import CallFailed
+from ._errors import is_lost_ownership
+from ._errors import QUEUE_DOES_NOT_EXIST_CODES
 from ._large_payloads import LargePayloads
 from ._large_payloads import offloaded_size
 from ._large_payloads import PayloadNotFound
@@ -20,7 +25,6 @@ from ._large_payloads import Pointer
 from ._large_payloads import POINTER_ATTRIBUTES
 from ._large_payloads import PointerRefused
 from ._large_payloads import S3Client
-from ._large_payloads import warn_prefix_only
 from ._large_payloads_options import check_settings
 from ._large_payloads_reading import fetch_job
 from ._message_attributes import check_message_attributes
@@ -30,9 +34,7 @@ from ._offloading import check_room
 from ._offloading import discard_unsent
 from ._offloading import offload_entries
 from ._offloading import send
-from ._queue import CallError
-from ._queue import is_lost_ownership
-from ._queue import QUEUE_DOES_NOT_EXIST_CODES
+from ._offloading import warn_prefix_only
 from ._queue import SqsQueue
 from ._result_json import read_result
 from ._result_json import result_json
@@ -55,6 +57,10 @@ from ._wire import parse_run_at
 from ._wire import scheduled_for
 from ._wire import string_attribute
 
+#: The old name of :func:`aws_error_code`, kept while the producing modules move
+#: to the new one.
+error_code = aws_error_code
+
 __all__ = [
     "read_result",
     "ResultNotKept",
@@ -65,6 +71,7 @@ __all__ = [
     "add_name_prefix",
     "CORRELATION_FIELDS_ATTRIBUTE",
     "CallError",
+    "CallFailed",
     "DEAD_LETTER_ATTRIBUTE",
     "DecodedBody",
     "LargePayloads",
@@ -81,7 +88,9 @@ __all__ = [
     "S3Client",
     "SqsQueue",
     "after_delete",
+    "aws_error_code",
     "build_attributes",
+    "call_error",
     "check_message_attributes",
     "check_room",
     "check_settings",

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import typing as t
 
-from ._group_commit import error_code
+from ._errors import call_error
+from ._errors import CallError
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
-
-#: ``(code, message)`` of a failed call, or None when it succeeded.
-CallError: t.TypeAlias = tuple[str, str] | None
 
 
 def delete_batch(client: SQSClient, url: str, receipts: list[str]) -> list[CallError]:
@@ -19,7 +17,7 @@ def delete_batch(client: SQSClient, url: str, receipts: list[str]) -> list[CallE
         try:
             client.delete_message(QueueUrl=url, ReceiptHandle=receipts[0])
         except Exception as exc:
-            return [(error_code(exc), str(exc))]
+            return [call_error(exc)]
         return [None]
     response = client.delete_message_batch(
         QueueUrl=url,
@@ -39,7 +37,7 @@ def change_visibility_batch(
                 QueueUrl=url, ReceiptHandle=receipt, VisibilityTimeout=seconds
             )
         except Exception as exc:
-            return [(error_code(exc), str(exc))]
+            return [call_error(exc)]
         return [None]
     try:
         response = client.change_message_visibility_batch(
@@ -50,7 +48,7 @@ def change_visibility_batch(
             ],
         )
     except Exception as exc:
-        return [(error_code(exc), str(exc))] * len(changes)
+        return [call_error(exc)] * len(changes)
     return _batch_errors(response, len(changes))
 
 

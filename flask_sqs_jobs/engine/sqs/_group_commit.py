@@ -9,6 +9,7 @@ import time
 import typing as t
 
 from ..model import MAX_BATCH_ENTRIES
+from ._errors import call_error
 
 E = t.TypeVar("E")
 
@@ -138,17 +139,4 @@ class GroupCommit(t.Generic[E]):
         try:
             return self._send_batch([item.entry for item in batch])
         except Exception as exc:
-            error = (error_code(exc), str(exc))
-            return [error] * len(batch)
-
-
-def error_code(exc: BaseException) -> str:
-    """Return the AWS error code of a botocore error, or the exception's type name."""
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        error = response.get("Error")
-        if isinstance(error, dict):
-            code = error.get("QueryErrorCode") or error.get("Code")
-            if isinstance(code, str) and code:
-                return code
-    return type(exc).__name__
+            return [call_error(exc)] * len(batch)

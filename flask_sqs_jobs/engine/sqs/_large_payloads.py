@@ -21,7 +21,6 @@ bounded by ``max_bytes`` (see ``_large_payloads_reading``).
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import dataclasses
 import json
 import typing as t
@@ -35,9 +34,6 @@ from ._large_payloads_options import check_options
 from ._large_payloads_options import DEFAULT_MAX_BYTES
 from ._large_payloads_options import MAX_KEY_LENGTH
 from ._large_payloads_options import normalize_prefix
-
-if t.TYPE_CHECKING:
-    from ._queue import SqsQueue
 
 log = structlog.get_logger(__name__)
 
@@ -269,29 +265,3 @@ def size_attribute(attributes: object) -> int | None:
 def offloaded_size(message: t.Mapping[str, t.Any]) -> int | None:
     """The offloaded size of a (dead-letter) message, or None if not offloaded."""
     return size_attribute(message.get("MessageAttributes"))
-
-
-def warn_prefix_only(queues: cabc.Mapping[str, SqsQueue]) -> None:
-    """At a worker's start, say that pointers outside the prefix will not be read.
-
-    Producers other than this library (AWS's extended clients write bare
-    UUID keys) are the usual source of such pointers: their jobs would be
-    dead-lettered, not run, until ``prefix`` is ``""`` or they use the prefix.
-    """
-    shared: dict[int, tuple[LargePayloads, list[str]]] = {}
-    for name, queue in queues.items():
-        large = queue.large_payloads
-        if large is not None and large.prefix:
-            shared.setdefault(id(large), (large, []))[1].append(name)
-    for large, names in shared.values():
-        log.warning(
-            "large_payload_prefix_enforced",
-            queues=names,
-            s3_bucket=large.bucket,
-            prefix=large.prefix,
-            reason=f"pointers to keys outside s3://{large.bucket}/{large.prefix} are"
-            " not read: they are dead-lettered (without a dead-letter queue, left"
-            " in the queue). AWS's extended clients write keys without a prefix:"
-            ' to run their jobs, set "prefix": "" (any key of the bucket) or have'
-            " them write under this prefix",
-        )

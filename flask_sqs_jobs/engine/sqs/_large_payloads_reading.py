@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import typing as t
 
-from ._group_commit import error_code
+from ._errors import aws_error_code
 from ._large_payloads import LargePayloads
 from ._large_payloads import NOT_FOUND_CODES
 from ._large_payloads import PayloadNotFound
@@ -77,7 +77,7 @@ def read_bounded(large: LargePayloads, pointer: Pointer) -> bytearray:
     try:
         response = large.s3_client.get_object(Bucket=pointer.bucket, Key=pointer.key)
     except Exception as exc:
-        if error_code(exc) in NOT_FOUND_CODES:
+        if aws_error_code(exc) in NOT_FOUND_CODES:
             raise PayloadNotFound(f"{where} does not exist") from exc
         raise
     body = response["Body"]

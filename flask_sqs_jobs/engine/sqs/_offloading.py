@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import typing as t
 import uuid
 
 import structlog
 
 from ..model import MAX_MESSAGE_ATTRIBUTES
-from ._group_commit import error_code
+from ._errors import aws_error_code
 from ._large_payloads import LargePayloads
 from ._large_payloads import Pointer
 from ._large_payloads import SIZE_ATTRIBUTE
@@ -121,7 +122,7 @@ def offload_entries(
             sent, key = offload(queue, params)
         except Exception as exc:
             log.warning("large_payload_upload_failed", error=str(exc))
-            refused[index] = (error_code(exc), f"S3 upload failed: {exc}")
+            refused[index] = (aws_error_code(exc), f"S3 upload failed: {exc}")
             sent, key = params, None
         entries.append(sent)
         if key is not None:
@@ -139,3 +140,29 @@ def discard_unsent(
     for index, key in keys.items():
         if not isinstance(results[index], str):
             large.discard(key)
+
+
+def warn_prefix_only(queues: cabc.Mapping[str, SqsQueue]) -> None:
+    """At a worker's start, say that pointers outside the prefix will not be read.
+
+    Producers other than this library (AWS's extended clients write bare
+    UUID keys) are the usual source of such pointers: their jobs would be
+    dead-lettered, not run, until ``prefix`` is ``""`` or they use the prefix.
+    """
+    shared: dict[int, tuple[LargePayloads, list[str]]] = {}
+    for name, queue in queues.items():
+        large = queue.large_payloads
+        if large is not None and large.prefix:
+            shared.setdefault(id(large), (large, []))[1].append(name)
+    for large, names in shared.values():
+        log.warning(
+            "large_payload_prefix_enforced",
+            queues=names,
+            s3_bucket=large.bucket,
+            prefix=large.prefix,
+            reason=f"pointers to keys outside s3://{large.bucket}/{large.prefix} are"
+            " not read: they are dead-lettered (without a dead-letter queue, left"
+            " in the queue). AWS's extended clients write keys without a prefix:"
+            ' to run their jobs, set "prefix": "" (any key of the bucket) or have'
+            " them write under this prefix",
+        )

@@ -14,10 +14,11 @@ from ..model import DEFAULT_MAX_MESSAGE_SIZE
 from ..model import is_finite_number as is_finite_number
 from ..model import MAX_BATCH_ENTRIES
 from ..model import QueueNotFoundError
-from ._batch_calls import CallError as CallError
 from ._batch_calls import change_visibility_batch
 from ._batch_calls import delete_batch
-from ._group_commit import error_code
+from ._errors import aws_error_code
+from ._errors import CallError
+from ._errors import QUEUE_DOES_NOT_EXIST_CODES
 from ._group_commit import GroupCommit
 from ._queue_options import check_queue_options as check_queue_options
 from ._queue_options import DEFAULT_HEARTBEAT_FRACTION
@@ -30,16 +31,6 @@ if t.TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-#: Errors meaning "this receipt handle no longer owns the message": it was
-#: redelivered, deleted or timed out. Servers differ in which one they send.
-LOST_OWNERSHIP_CODES = frozenset(
-    {
-        "ReceiptHandleIsInvalid",
-        "MessageNotInflight",
-        "AWS.SimpleQueueService.MessageNotInflight",
-        "InvalidParameterValue",
-    }
-)
 _ATTRIBUTE_NAMES: list[t.Any] = [
     "VisibilityTimeout",
     "MaximumMessageSize",
@@ -54,11 +45,6 @@ MAX_REQUESTS_IN_FLIGHT = 8
 #: After a failed read of a queue's attributes, how long the defaults are used
 #: before reading again.
 ATTRIBUTES_RETRY_SECONDS = 60.0
-
-#: Error codes of GetQueueUrl & co. for a queue that does not exist.
-QUEUE_DOES_NOT_EXIST_CODES = frozenset(
-    {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
-)
 
 
 class SqsQueue:
@@ -125,7 +111,7 @@ class SqsQueue:
             self._delete_batch, max_in_flight=MAX_REQUESTS_IN_FLIGHT
         )
         self._visibility_changes = GroupCommit[tuple[str, int]](
-            self._change_visibility_batch, max_in_flight=MAX_REQUESTS_IN_FLIGHT
+            self.change_visibility_many, max_in_flight=MAX_REQUESTS_IN_FLIGHT
         )
 
     @classmethod
@@ -174,7 +160,7 @@ class SqsQueue:
         try:
             return self.client.get_queue_url(**t.cast(t.Any, params))["QueueUrl"]
         except Exception as exc:
-            if error_code(exc) in QUEUE_DOES_NOT_EXIST_CODES:
+            if aws_error_code(exc) in QUEUE_DOES_NOT_EXIST_CODES:
                 raise QueueNotFoundError(name) from exc
             raise
 
@@ -361,22 +347,7 @@ class SqsQueue:
 
     def change_visibility_many(self, changes: list[tuple[str, int]]) -> list[CallError]:
         """Set the visibility of up to ten messages in one request."""
-        return self._visibility_changes_send(changes)
+        return change_visibility_batch(self.client, self.url, changes)
 
     def _delete_batch(self, receipts: list[str]) -> list[CallError]:
         return delete_batch(self.client, self.url, receipts)
-
-    def _change_visibility_batch(
-        self, changes: list[tuple[str, int]]
-    ) -> list[CallError]:
-        return self._visibility_changes_send(changes)
-
-    def _visibility_changes_send(
-        self, changes: list[tuple[str, int]]
-    ) -> list[CallError]:
-        return change_visibility_batch(self.client, self.url, changes)
-
-
-def is_lost_ownership(error: CallError) -> bool:
-    """Whether a failed call means the worker no longer owns the message."""
-    return error is not None and error[0] in LOST_OWNERSHIP_CODES

@@ -1,4 +1,10 @@
-"""The worker: receiving, leases, slots, the two phases of a job, shutdown."""
+"""The worker: receiving, leases, slots, the two phases of a job, shutdown.
+
+:class:`JobWorker` wires the parts together; each part owns its state and
+says in its docstring who calls it and under which lock. The eager queue
+group runs jobs through the same :class:`JobRunner` and :class:`Settler`.
+The exit statuses of the worker and the command line are defined here once.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +15,11 @@ from ._idempotent_run import JobGuard
 from ._runner import run_until_signalled
 from ._runner import run_worker
 from ._running import JobRunner
-from ._services import running
-from ._services import WorkerService
 from ._settling import Settler
 from ._worker import JobWorker
 from ._worker import pause
-from ._worker_counts import WorkerCounts
 
 __all__ = [
-    "WorkerCounts",
     "Delivery",
     "Heartbeat",
     "JobGuard",
@@ -25,9 +27,7 @@ __all__ = [
     "JobWorker",
     "Lease",
     "Settler",
-    "WorkerService",
     "pause",
     "run_until_signalled",
     "run_worker",
-    "running",
 ]

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import datetime as dt
 import typing as t
 
+import structlog
+
+from ..model import loggable_text
+from ..model import MAX_DEFERRAL_SECONDS
+from ..sqs import DecodedBody
+from ..sqs import parse_run_at
 from ..sqs import SqsQueue
 from ._heartbeat import Lease
+
+# The run_at lines keep the logger they had when phase one read run_at itself.
+log = structlog.get_logger("flask_sqs_jobs.engine.worker._running")
 
 
 class Delivery:
@@ -15,6 +25,12 @@ class Delivery:
     Everything the engine needs from the message is read here, once:
     identifiers, the receive count and the send time (both tolerate servers
     that send nonsense), and the group id of a FIFO message.
+
+    Created by the receiver and never changed after: it is handed from the
+    receive thread to the worker state (held), a slot thread (run and
+    settled) and, for an abandoning shutdown, read from the state's running
+    jobs. Its body and attributes are untrusted text. Its lease is the
+    heartbeat's.
     """
 
     __slots__ = (
@@ -69,6 +85,7 @@ _T = t.TypeVar("_T", int, None)
 
 
 def _int_or(value: object, default: _T) -> int | _T:
+    """``value`` as an int, or ``default`` when it is not one (an odd server)."""
     try:
         return int(t.cast(t.Any, value))
     except (TypeError, ValueError, OverflowError):
@@ -78,3 +95,26 @@ def _int_or(value: object, default: _T) -> int | _T:
 def identifiers(message: cabc.Mapping[str, t.Any]) -> tuple[str, str]:
     """Return ``(receipt handle, message id)`` of a received message, as str."""
     return str(message.get("ReceiptHandle", "")), str(message.get("MessageId", ""))
+
+
+def due_time(decoded: DecodedBody, delivery: Delivery) -> dt.datetime | None:
+    """Return ``run_at`` if the job is not due yet (more than a second ahead)."""
+    if decoded.run_at is None or delivery.queue.is_fifo:
+        return None
+    run_at = parse_run_at(decoded.run_at)
+    if run_at is None:
+        log.warning("run_at_invalid", run_at=loggable_text(decoded.run_at, 64))
+        return None
+    ahead = (run_at - dt.datetime.now(dt.UTC)).total_seconds()
+    if ahead <= 1:
+        return None
+    if ahead > MAX_DEFERRAL_SECONDS:
+        # Another producer's run_at further ahead than enqueue allows would be
+        # re-sent every 15 minutes for years: run it now instead, and say so.
+        log.warning(
+            "run_at_too_far",
+            run_at=loggable_text(decoded.run_at, 64),
+            max_deferral_seconds=MAX_DEFERRAL_SECONDS,
+        )
+        return None
+    return run_at

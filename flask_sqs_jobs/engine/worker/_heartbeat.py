@@ -1,4 +1,10 @@
-"""Visibility leases: keep every message the worker holds invisible to others."""
+"""Visibility leases: keep every message the worker holds invisible to others.
+
+The :class:`Heartbeat` extends each held message's visibility before it ends,
+in batches, and watches two clocks per lease: the job's maximum runtime and
+the 12 hours SQS grants a receive. A lease that fails aborts its job; the
+settler then leaves the message alone.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import time
 
 import structlog
 
+from ..model import JobRuntime
 from ..model import MAX_BATCH_ENTRIES
 from ..sqs import CallError
 from ..sqs import is_lost_ownership
@@ -32,6 +39,19 @@ class Heartbeat:
 
     Extensions due at about the same time go out together, up to ten per
     ChangeMessageVisibilityBatch request.
+
+    One per worker, created by :class:`~flask_sqs_jobs.engine.JobWorker`
+    (the eager queue group has one too, never started, whose leases are
+    never tracked). It owns every :class:`Lease` it created (:meth:`hold`):
+    a lease's state changes only here, under this object's condition. Its
+    callers: the receiver's threads (:meth:`hold`), each job's thread
+    (:meth:`start_job`, :meth:`freeze`, :meth:`drop`), the shutdown and a
+    forced exit (:meth:`abandon`, :meth:`held`, :meth:`stop`). None of them
+    holds a lock of the worker when calling. SQS calls go out on a pool of
+    :data:`_CONCURRENT_CALLS` threads, and renewals of what a job holds
+    beside its message (:meth:`JobRuntime.renew`) on another, so that neither
+    a slow call nor a slow store holds the others back; neither pool is ever
+    called into with the condition held.
     """
 
     def __init__(self) -> None:
@@ -49,12 +69,14 @@ class Heartbeat:
         )
 
     def start(self) -> None:
+        """Start the heartbeat's thread (the worker, before it receives)."""
         self._thread = threading.Thread(
             target=self._run, name="sqs-jobs-heartbeat", daemon=True
         )
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop the thread and wait for the calls in flight (the shutdown's end)."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -71,7 +93,12 @@ class Heartbeat:
         message_id: str,
         received_at: float,
     ) -> Lease:
-        """Start extending a received message's visibility (unless its timeout is 0)."""
+        """Start extending a received message's visibility (unless its timeout is 0).
+
+        Called by the receiver for each message, right after ReceiveMessage
+        answered; ``received_at`` was read before the call was sent, so the
+        12-hour window is measured conservatively.
+        """
         lease = Lease(queue, queue_name, receipt_handle, message_id, received_at)
         if lease.visibility_timeout > 0:
             with self._cond:
@@ -89,13 +116,23 @@ class Heartbeat:
             self._cond.notify_all()
 
     def start_job(
-        self, lease: Lease, max_runtime_seconds: float, abort: threading.Event
+        self,
+        lease: Lease,
+        max_runtime_seconds: float,
+        abort: threading.Event,
+        runtime: JobRuntime | None = None,
     ) -> None:
-        """Start the max-runtime clock of the job running under ``lease``."""
+        """A job starts under ``lease``: start its max-runtime clock.
+
+        ``abort`` is set when the lease fails or is abandoned; ``runtime`` is
+        renewed after each extension. An untracked lease (visibility timeout
+        0) has no clock: only its abandonment sets ``abort``.
+        """
         with self._cond:
-            lease.job_deadline = time.monotonic() + max_runtime_seconds
             lease.abort = abort
+            lease.runtime = runtime
             if lease.tracked:
+                lease.job_deadline = time.monotonic() + max_runtime_seconds
                 self._wake_if_before(lease.job_deadline)
 
     def drop(self, lease: Lease) -> None:
@@ -141,12 +178,14 @@ class Heartbeat:
                 self._cond.wait()
 
     def held(self) -> list[Lease]:
+        """The leases tracked now (for a forced exit, which releases them all)."""
         with self._cond:
             return list(self._leases)
 
     # -- the thread --
 
     def _run(self) -> None:
+        """The thread: sleep until a lease is due, then hand it to a call."""
         while True:
             with self._cond:
                 due = self._take_due()
@@ -166,6 +205,11 @@ class Heartbeat:
             self._calls.submit(self._extend_due, due)
 
     def _extend_due(self, due: list[Lease]) -> None:
+        """Extend ``due`` (on the call pool), then record each result.
+
+        A success moves the lease's next extension on and queues the job's
+        renewal; a failure fails the lease, unless the job already settled it.
+        """
         try:
             results = self._extend(due)
         except Exception as exc:
@@ -178,9 +222,10 @@ class Heartbeat:
                 if error is None:
                     if lease.tracked:
                         lease.next_due = sent_at + lease.interval
-                        if lease.on_extended is not None:
+                        runtime = lease.runtime
+                        if runtime is not None and runtime.renews:
                             granted = lease.cap_visibility(lease.visibility_timeout)
-                            renewals.append((lease.on_extended, granted))
+                            renewals.append((runtime.renew, granted))
                 elif not (lease.failed or lease.settling):
                     # Even when its job ended (dropped) while the call was
                     # in flight: that job must not delete the message now.
@@ -199,6 +244,11 @@ class Heartbeat:
             log.warning("lease_renewal_skipped", reason="worker stopping")
 
     def _take_due(self) -> list[Lease]:
+        """The leases to extend now, marked in flight (call with the condition).
+
+        On the way, fails the leases whose job ran out of time or whose 12
+        hours are over.
+        """
         now = time.monotonic()
         due = []
         for lease in list(self._leases):
@@ -220,6 +270,8 @@ class Heartbeat:
         return due
 
     def _seconds_until_next(self) -> float | None:
+        """How long the thread may sleep: until the first due extension,
+        deadline or window end (call with the condition); None: no lease."""
         if not self._leases:
             return None
         now = time.monotonic()
@@ -245,6 +297,9 @@ class Heartbeat:
         return None if wake == float("inf") else max(0.0, wake - now)
 
     def _fail(self, lease: Lease, failure: str, *, lost: bool) -> None:
+        """Give up ``lease`` for ``failure`` and abort its job (call with the
+        condition); ``lost`` says SQS answered that the receipt no longer owns
+        the message."""
         lease.failure = failure
         lease.tracked = False
         self._leases.discard(lease)
@@ -261,6 +316,8 @@ class Heartbeat:
         )
 
     def _extend(self, due: list[Lease]) -> dict[Lease, tuple[float, CallError]]:
+        """Send the extensions, ten per request and queue; return each one's
+        send time and error."""
         by_queue: dict[SqsQueue, list[Lease]] = collections.defaultdict(list)
         for lease in due:
             by_queue[lease.queue].append(lease)

@@ -7,7 +7,8 @@ lease elsewhere makes it a ``retry`` that comes back when that lease ends; a
 key used for another payload is an :class:`IdempotencyConflictError`. On
 success the completion is written in the job's session (if the handler opened
 it) and committed with the handler's writes; when the handler raises, or that
-commit fails, the key is released so the retry runs.
+commit fails, the key is relinquished so the retry runs. Every failed call
+on the store is reported to the hooks (``worker_error``, kind ``"store"``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..model import IdempotencyConflictError
 from ..model import IdempotencyKeys
 from ..model import Job
 from ..model import JobHandler
+from ..model import JobRuntime
 from ..model import JobSession
 from ..model import loggable_text
 from ..model import MAX_RESULT_BYTES
@@ -38,17 +40,15 @@ from ..model import SessionFactory
 from ..sqs import result_json
 from ..sqs import ResultNotKept
 from ._delivery import Delivery
-
-if t.TYPE_CHECKING:
-    from ._running import Ran
+from ._ran import HandlerResult
 
 log = structlog.get_logger(__name__)
 
 #: The longest key a key function may return (the key column's width).
 MAX_KEY_LENGTH = 255
 
-#: The handler's verdict: outcome, exception, return value.
-Verdict: t.TypeAlias = tuple[Outcome, BaseException | None, object]
+#: Reports a failed call on the store (to ``worker_error``, kind ``"store"``).
+StoreErrors: t.TypeAlias = cabc.Callable[[BaseException], None]
 
 
 class IdempotencyKeyInProgress(RetryJob):
@@ -67,14 +67,17 @@ class _Held:
     keys: IdempotencyKeys
     key: str
     token: str
+    report: StoreErrors
     #: Set once the handler is done: a renewal refused then is expected.
     done: bool = False
 
     def renew(self, seconds: int) -> None:
+        """Extend the key's lease with the message's (on the heartbeat's pool)."""
         try:
             renewed = self.keys.renew(self.key, self.token, seconds)
         except Exception as exc:
             log.warning("idempotency_renew_failed", error=_shown(exc))
+            self.report(exc)
             return
         if not renewed and not self.done:
             log.warning(
@@ -82,16 +85,28 @@ class _Held:
                 error="the key is no longer held by this job",
             )
 
-    def release(self) -> None:
+    def relinquish(self) -> None:
+        """Give the key up, so that the job's retry may claim it at once."""
         try:
-            self.keys.release(self.key, self.token)
+            self.keys.relinquish(self.key, self.token)
         except Exception as exc:
             # Its lease still ends on its own, and then the retry claims it.
             log.warning("idempotency_release_failed", error=_shown(exc))
+            self.report(exc)
 
 
 class JobGuard:
-    """Wrap each handler call in its job's session and idempotency key."""
+    """Wrap each handler call in its job's session and idempotency key.
+
+    Created once per worker (or eager queue group) from the store's keys and
+    session factory; called by the job runner on the job's own thread, inside
+    the job's scope, never with a lock held. What it remembers across jobs
+    (the job types whose results it could not keep) is guarded by the GIL:
+    a set only ever added to.
+
+    :param keys: the store's idempotency keys; None without a store.
+    :param session_factory: opens a job's session (``current_job.session``).
+    """
 
     def __init__(
         self,
@@ -121,46 +136,66 @@ class JobGuard:
                 )
         return cls(keys, session_factory)
 
+    def session(self) -> JobSession:
+        """A new job's session (opened when the handler first asks for it)."""
+        return JobSession(self._session_factory)
+
     def run(
-        self, ran: Ran, handler: JobHandler, call: cabc.Callable[[], Verdict]
-    ) -> None:
-        """Call the handler through ``call`` and set ``ran``'s verdict."""
-        job = t.cast(Job, ran.job)
-        session = JobSession(self._session_factory)
-        job._session = session
-        ran.scope.callback(session.close)
+        self,
+        job: Job,
+        delivery: Delivery,
+        runtime: JobRuntime,
+        handler: JobHandler,
+        call: cabc.Callable[[], HandlerResult],
+        report: StoreErrors,
+    ) -> HandlerResult:
+        """Call the handler through ``call``; return what came of it.
+
+        An idempotent handler's key is claimed first (its lease renewed
+        through ``runtime``), completed in the job's session on success, and
+        relinquished when the handler fails.
+        """
+        session = runtime.session
         held = None
         if handler.idempotent:
-            claimed = self._claim(ran, handler)
+            claimed = self._claim(job, delivery, handler, report)
             if not isinstance(claimed, _Held):
-                ran.outcome, ran.exception, ran.result = claimed
-                return
+                return claimed
             held = claimed
-            ran.delivery.lease.on_extended = held.renew
+            runtime.renew_with(held.renew)
         try:
-            outcome, exception, result = call()
+            handled = call()
         except BaseException:
-            self._handler_done(ran.delivery, session, held, failed=True)
+            self._handler_done(runtime, session, held, failed=True)
             raise
-        if outcome is Outcome.SUCCESS:
-            error = self._commit(job, handler, session, held, result)
+        if handled.succeeded:
+            error = self._commit(job, handler, session, held, handled.value)
             if error is not None:
-                outcome, exception, result = Outcome.RETRY, error, None
-        failed = outcome is not Outcome.SUCCESS
-        self._handler_done(ran.delivery, session, held, failed=failed)
-        ran.outcome, ran.exception, ran.result = outcome, exception, result
+                report(error)
+                handled = HandlerResult(Outcome.RETRY, error)
+        self._handler_done(runtime, session, held, failed=not handled.succeeded)
+        if held is None:
+            return handled
+        return dataclasses.replace(handled, idempotency=ClaimState.CLAIMED.value)
 
-    def _claim(self, ran: Ran, handler: JobHandler) -> _Held | Verdict:
-        job, delivery = t.cast(Job, ran.job), ran.delivery
+    def _claim(
+        self, job: Job, delivery: Delivery, handler: JobHandler, report: StoreErrors
+    ) -> _Held | HandlerResult:
+        """Claim the job's key: held, or what comes of the job without its handler.
+
+        A completed key makes a duplicate (with the kept result), one held
+        elsewhere a retry when its lease ends, one used with another payload
+        a conflict; a store that fails makes a retry.
+        """
         if self._keys is None:
             # JobWorker refuses idempotent handlers without keys; never run unguarded.
-            return Outcome.RETRY, RuntimeError("no idempotency keys"), None
+            return HandlerResult(Outcome.RETRY, RuntimeError("no idempotency keys"))
         try:
             key = key_of(job, handler)
             stored = stored_key(job.job_type, key, handler.idempotency_scope)
             payload_hash = _fingerprint(job, handler)
         except NonRetryableError as exc:
-            return Outcome.DELETE, exc, None
+            return HandlerResult(Outcome.DELETE, exc)
         try:
             claim = self._keys.claim(
                 stored,
@@ -170,20 +205,23 @@ class JobGuard:
             )
         except Exception as exc:
             log.warning("idempotency_claim_failed", error=_shown(exc))
-            return Outcome.RETRY, exc, None
-        ran.fields["idempotency"] = claim.state.value
+            report(exc)
+            return HandlerResult(Outcome.RETRY, exc)
+        state = claim.state.value
         if claim.state is ClaimState.CLAIMED:
             assert claim.token is not None
-            return _Held(self._keys, stored, claim.token)
-        job._key_holder = claim.holder_job_id
+            return _Held(self._keys, stored, claim.token, report)
+        if job._runtime is not None:
+            job._runtime.key_holder = claim.holder_job_id
         if claim.state is ClaimState.COMPLETED:
-            return Outcome.DUPLICATE, None, claim.result
+            return HandlerResult(Outcome.DUPLICATE, None, claim.result, state)
         if claim.state is ClaimState.IN_PROGRESS:
             wait = claim.retry_after_seconds or 1
             delay = min(43_200, max(1, math.ceil(wait)))
             in_progress = IdempotencyKeyInProgress(delay, claim.holder_job_id)
-            return Outcome.RETRY, in_progress, None
-        return Outcome.DELETE, IdempotencyConflictError(key, claim.holder_job_id), None
+            return HandlerResult(Outcome.RETRY, in_progress, None, state)
+        conflict = IdempotencyConflictError(key, claim.holder_job_id)
+        return HandlerResult(Outcome.DELETE, conflict, None, state)
 
     def _commit(
         self,
@@ -213,22 +251,24 @@ class JobGuard:
 
     def _handler_done(
         self,
-        delivery: Delivery,
+        runtime: JobRuntime,
         session: JobSession,
         held: _Held | None,
         *,
         failed: bool,
     ) -> None:
+        """The handler is done: roll a failed job's session back, stop renewing
+        its key, and relinquish the key if the job failed."""
         if failed and session.opened is not None:
-            # Before the release: on SQLite the session's write lock would
-            # hold the release back until the job's scope closes.
+            # Before relinquishing: on SQLite the session's write lock would
+            # hold the key's update back until the job's scope closes.
             _rollback(session.opened)
         if held is None:
             return
         held.done = True
-        delivery.lease.on_extended = None
+        runtime.renew_with(None)
         if failed:
-            held.release()
+            held.relinquish()
 
     def _keepable(self, job_type: str, result: object) -> object:
         """``result`` if a store can keep it (:func:`result_json`), else None (said
@@ -312,6 +352,7 @@ def _lease_seconds(delivery: Delivery, handler: JobHandler) -> float:
 
 
 def _rollback(session: t.Any) -> None:
+    """Roll the job's session back; a failure is logged (the close rolls back too)."""
     try:
         session.rollback()
     except Exception as exc:

@@ -18,9 +18,9 @@ import structlog
 from ..model import loggable_text
 from ..model import MAX_DELAY_SECONDS
 from ._idempotent_run import IdempotencyKeyInProgress
-from ._resend import copy_attributes
-from ._retry_log import log_retrying
-from ._running import Ran
+from ._ran import Ran
+from ._reporting import log_retrying
+from ._settle_calls import copy_attributes
 
 log = structlog.get_logger(__name__)
 

@@ -25,7 +25,7 @@ from ..sqs import PointerRefused
 from ._delivery import Delivery
 
 if t.TYPE_CHECKING:
-    from ._settling import Settled
+    from ._reporting import Settled
 
 log = structlog.get_logger(__name__)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import math
 import threading
 import time
 
+from ..model import JobRuntime
 from ..sqs import SqsQueue
 
 MAX_RUNTIME_EXCEEDED = "max_runtime_exceeded"
@@ -29,6 +29,15 @@ class Lease:
     extension fails, its job runs past ``max_runtime_seconds`` or those 12
     hours end; from then on the worker no longer owns the message and must
     not delete it.
+
+    Owned by the :class:`~._heartbeat.Heartbeat` that created it
+    (``Heartbeat.hold``): the message it names and its timeout are fixed at
+    creation; the rest (tracked, in flight, next due, deadline, failure,
+    settling, abort, runtime) changes only in the heartbeat, under its
+    condition. Everyone else (the worker state, the runner, the settler, the
+    shutdown) reads it and asks the heartbeat for a change (``start_job``,
+    ``freeze``, ``drop``, ``abandon``). ``failed`` may be read without the
+    lock: once set it never goes back.
     """
 
     __slots__ = (
@@ -39,11 +48,11 @@ class Lease:
         "job_deadline",
         "message_id",
         "next_due",
-        "on_extended",
         "queue",
         "queue_name",
         "receipt_handle",
         "received_at",
+        "runtime",
         "settling",
         "tracked",
         "visibility_timeout",
@@ -73,12 +82,13 @@ class Lease:
         self.in_flight = False
         #: Its job is over and the message is being deleted (see Heartbeat.freeze).
         self.settling = False
-        #: Called (on a pool of the heartbeat's) after each extension, with the
-        #: seconds granted: an idempotent job renews its key's lease there.
-        self.on_extended: cabc.Callable[[int], None] | None = None
+        #: The runtime of the job running under this lease: renewed (on a pool
+        #: of the heartbeat's) after each extension, with the seconds granted.
+        self.runtime: JobRuntime | None = None
 
     @property
     def failed(self) -> bool:
+        """Whether the worker lost the message (see :attr:`failure`)."""
         return self.failure is not None
 
     @property

@@ -25,7 +25,11 @@ def is_unreachable(error: BaseException) -> bool:
 
 
 class QueueHealth:
-    """Receive failures of one queue and when it may be polled again."""
+    """Receive failures of one queue and when it may be polled again.
+
+    Part of :class:`ReceiveHealth`: changed by the receiver, read by the
+    receiving strategy and the worker, always under the worker state's lock.
+    """
 
     __slots__ = ("endpoint", "failures", "last_error", "retry_at", "unreachable")
 
@@ -38,6 +42,7 @@ class QueueHealth:
         self.unreachable = False
 
     def ready(self, now: float) -> bool:
+        """Whether the queue's backoff is over at ``now`` (monotonic)."""
         return now >= self.retry_at
 
     def record_failure(self, error: BaseException, now: float) -> float:
@@ -60,16 +65,23 @@ class QueueHealth:
 
 
 class ReceiveHealth:
-    """The health of every queue a worker polls (call its methods with the
-    worker's lock held)."""
+    """The health of every queue a worker polls.
+
+    Owned by the :class:`~._receiver.Receiver`, which records each receive's
+    success or failure; the receiving strategies ask which queues are ready,
+    the polling loop whether every queue is broken, the health server for the
+    failures and errors. Call its methods with the worker state's lock held.
+    """
 
     def __init__(self, endpoints: cabc.Mapping[str, str]) -> None:
         self.queues = {name: QueueHealth(url) for name, url in endpoints.items()}
 
     def ready(self, name: str, now: float | None = None) -> bool:
+        """Whether queue ``name`` may be polled now (its backoff is over)."""
         return self.queues[name].ready(time.monotonic() if now is None else now)
 
     def ready_names(self, names: cabc.Iterable[str]) -> list[str]:
+        """Those of ``names`` that may be polled now, in the order given."""
         now = time.monotonic()
         return [n for n in names if self.queues[n].ready(now)]
 
@@ -80,6 +92,7 @@ class ReceiveHealth:
         return min(waits) if waits else None
 
     def any_unreachable(self) -> bool:
+        """Whether some queue's last failure was a connection error."""
         return any(h.unreachable for h in self.queues.values())
 
     def bring_forward(self, endpoint: str) -> list[str]:
@@ -100,12 +113,15 @@ class ReceiveHealth:
         return brought
 
     def every_queue_broken(self) -> bool:
+        """Whether every queue failed :data:`MAX_RECEIVE_FAILURES` times in a row."""
         return all(h.failures >= MAX_RECEIVE_FAILURES for h in self.queues.values())
 
     def failures(self) -> dict[str, int]:
+        """Consecutive receive failures per queue."""
         return {name: h.failures for name, h in self.queues.items()}
 
     def errors(self) -> dict[str, str]:
+        """The last error of each queue failing now."""
         return {
             name: h.last_error
             for name, h in self.queues.items()

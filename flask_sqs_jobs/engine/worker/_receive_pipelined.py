@@ -12,6 +12,7 @@ messages themselves.
 
 from __future__ import annotations
 
+import collections
 import collections.abc as cabc
 import math
 import time
@@ -35,7 +36,22 @@ def max_receives_in_flight(concurrency: int) -> int:
 
 
 class PipelinedReceiving:
-    """The receiving strategy of ``concurrency > 1``."""
+    """The receiving strategy of ``concurrency > 1``.
+
+    Called by the polling loop (:meth:`wait_for_room`, then :meth:`cycle`
+    inside the ``poll`` middleware) without the state's lock, and by the
+    worker state with the lock held (:meth:`worth_a_receive`, on each freed
+    slot). It keeps its own counters (short receives in flight per queue,
+    the slots they may fill, the queues found empty, the running average of
+    a receive's round trip), all guarded by the state's lock; the receives
+    themselves run on the receiver's threads.
+
+    :param receiver: makes the receives and owns the queues' health.
+    :param state: the worker's shared state.
+    :param polling_order: a weighted random order of the queues, per cycle.
+    :param idle_wait_seconds: the long poll's wait for a queue found empty
+        (0: no background long polls).
+    """
 
     def __init__(
         self,
@@ -50,40 +66,46 @@ class PipelinedReceiving:
         self._idle_wait = idle_wait_seconds
         self._max_fetches = max_receives_in_flight(state.concurrency)
         self._receive_seconds: float | None = None
+        # Short receives in flight per queue, and the messages they may bring.
+        self._fetching: collections.Counter[str] = collections.Counter()
+        self._reserved = 0
+        # Queues whose last short receive came back empty: long-polled in the
+        # background instead, until a long poll finds messages there.
+        self._empty: set[str] = set()
 
     def cycle(self) -> None:
         """Start what receives there is room for; return on the first news."""
-        state = self._state
+        state, receiver = self._state, self._receiver
         with state.lock:
             self._start_receives()
             events = state.events
             # Computed once, as a backed-off queue that is ready again drops
             # out of next_ready_in(), which would then wait for the next one.
-            retry_in = state.health.next_ready_in()
+            retry_in = receiver.health.next_ready_in()
             retry_at = None if retry_in is None else time.monotonic() + retry_in
             while not (state.stop_requested or state.events != events):
-                if retry_at is None and not (state.fetching or state.long_polling):
+                if retry_at is None and not (self._fetching or receiver.long_polling):
                     break  # idle_wait 0 and every queue empty: the cycle ends
                 timeout = None if retry_at is None else retry_at - time.monotonic()
                 if timeout is not None and timeout <= 0:
                     break
-                state.changed.wait(timeout)
+                state.wait_for_change(timeout)
 
     def wait_for_room(self) -> None:
         """Wait until a receive is worth starting, or a stop is requested."""
         state = self._state
         with state.lock:
             while not (state.stop_requested or self.worth_a_receive()):
-                state.changed.wait()
+                state.wait_for_change()
 
     def room(self) -> int:
-        """Messages another receive may bring (call with the state's lock)."""
+        """Messages another receive may bring (lock held)."""
         state = self._state
         capacity = state.concurrency + self._prefetch()
-        return capacity - state.running - state.held_count - state.reserved
+        return capacity - state.running - state.held_count - self._reserved
 
     def worth_a_receive(self) -> bool:
-        """Whether a receive should start now (call with the state's lock).
+        """Whether a receive should start now (lock held).
 
         At once for a free slot with nothing held for it; otherwise only when
         it can bring a fair batch, as the held messages keep the slots busy.
@@ -113,32 +135,36 @@ class PipelinedReceiving:
         return min(most, batch + covering)
 
     def _start_receives(self) -> None:
-        state = self._state
+        """Start a receive on each ready queue there is room for (lock held)."""
+        state, receiver = self._state, self._receiver
         if state.stop_requested:
             return
-        for name in state.health.ready_names(self._polling_order()):
-            if name in state.long_polling:
+        for name in receiver.health.ready_names(self._polling_order()):
+            if name in receiver.long_polling:
                 continue
-            if name in state.empty and self._idle_wait:
+            if name in self._empty and self._idle_wait:
                 free = state.concurrency - state.running - state.held_count
-                self._receiver.start_long_poll(name, free, self._idle_wait)
+                receiver.start_long_poll(
+                    name, free, self._idle_wait, found=self._empty.discard
+                )
                 continue
             room = self.room()
             if (
-                sum(state.fetching.values()) >= self._max_fetches
+                sum(self._fetching.values()) >= self._max_fetches
                 or room < self._next_fetch_size()
             ):
                 continue
             size = min(MAX_BATCH_ENTRIES, room)
-            state.reserved += size
-            state.fetching[name] += 1
-            self._receiver.submit(self._fetch, name, size)
+            self._reserved += size
+            self._fetching[name] += 1
+            state.receive_started()
+            receiver.submit(self._fetch, name, size)
 
     def _next_fetch_size(self) -> int:
-        """The fewest messages worth another receive (call with the lock)."""
+        """The fewest messages worth another receive (lock held)."""
         state = self._state
         idle_slot = state.held_count == 0 and state.running < state.concurrency
-        if idle_slot and not state.fetching:
+        if idle_slot and not self._fetching:
             return 1
         prefetch = self._prefetch()
         if prefetch:
@@ -146,6 +172,7 @@ class PipelinedReceiving:
         return min(MAX_BATCH_ENTRIES, max(1, state.concurrency // 3))
 
     def _fetch(self, name: str, size: int) -> None:
+        """One short receive, on a receive thread."""
         started = time.monotonic()
         deliveries = self._receiver.receive(name, size, 0)
         elapsed = time.monotonic() - started
@@ -157,13 +184,12 @@ class PipelinedReceiving:
                 if previous is None
                 else previous + _SMOOTHING * (elapsed - previous)
             )
-            state.reserved -= size
-            state.fetching[name] -= 1
-            if not state.fetching[name]:
-                del state.fetching[name]
+            self._reserved -= size
+            self._fetching[name] -= 1
+            if not self._fetching[name]:
+                del self._fetching[name]
             if deliveries:
                 state.hold(name, deliveries)
-            elif self._idle_wait and state.health.ready(name):
-                state.empty.add(name)
-            state.events += 1
-            state.changed.notify_all()
+            elif self._idle_wait and self._receiver.health.ready(name):
+                self._empty.add(name)
+            state.receive_ended()

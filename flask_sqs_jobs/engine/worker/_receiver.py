@@ -18,23 +18,39 @@ import structlog
 
 from ..model import call_hook
 from ..model import Hooks
+from ..model import MAX_BATCH_ENTRIES
+from ..model import report_error
 from ..sqs import SqsQueue
 from ._delivery import Delivery
 from ._delivery import identifiers
 from ._heartbeat import Heartbeat
+from ._receive_health import ReceiveHealth
 from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
 
 
 def endpoint_of(queue: SqsQueue) -> str:
-    """What identifies the server a queue is reached through."""
+    """What identifies the server a queue is reached through.
+
+    Queues on one endpoint share their fate when it is unreachable: the
+    first receive that gets through brings the others' retries forward.
+    """
     meta = getattr(queue.client, "meta", None)
     return str(getattr(meta, "endpoint_url", None) or id(queue.client))
 
 
 class Receiver:
-    """Receive from the worker's queues and record each queue's health."""
+    """ReceiveMessage calls on the worker's queues, and each queue's health.
+
+    Owned by :class:`~flask_sqs_jobs.engine.JobWorker` and called by its
+    receiving strategy. It owns :attr:`health` and :attr:`long_polling`,
+    both guarded by the worker state's lock (read them with it held). Every
+    message it receives is leased at once (``Heartbeat.hold``) and becomes a
+    :class:`Delivery`; a failed receive is logged, reported to the hooks
+    (``receive_failed``, and ``worker_error`` with kind ``"receive"``) and
+    backs its queue off.
+    """
 
     def __init__(
         self,
@@ -45,6 +61,10 @@ class Receiver:
         threads: int,
     ) -> None:
         self.queues = dict(queues)
+        #: Consecutive failures and backoff of each queue.
+        self.health = ReceiveHealth({n: endpoint_of(q) for n, q in queues.items()})
+        #: Queues with a long poll in flight.
+        self.long_polling: set[str] = set()
         self._heartbeat = heartbeat
         self._state = state
         self._hooks = hooks
@@ -65,12 +85,16 @@ class Receiver:
         self._pool.submit(contextvars.copy_context().run, fn, *args)
 
     def shutdown(self) -> None:
+        """Let the receive threads end (the shutdown waited for their receives)."""
         self._pool.shutdown(wait=False)
 
     def receive(
         self, name: str, max_messages: int, wait_seconds: int
     ) -> list[Delivery]:
-        """Receive up to ``max_messages`` from queue ``name``; [] on failure."""
+        """Receive up to ``max_messages`` from queue ``name``; [] on failure.
+
+        Called without the state's lock (it takes it to record the outcome).
+        """
         queue = self.queues[name]
         if queue.is_fifo:
             # One receive may return several messages of one group, and run in
@@ -94,35 +118,53 @@ class Receiver:
             log.debug("receive_empty", queue=name, wait_seconds=wait_seconds)
         return deliveries
 
-    def start_long_poll(self, name: str, max_messages: int, wait_seconds: int) -> None:
-        """Long-poll queue ``name`` in the background (call with the state's lock).
+    def start_long_poll(
+        self,
+        name: str,
+        max_messages: int,
+        wait_seconds: int,
+        found: cabc.Callable[[str], None] | None = None,
+    ) -> None:
+        """Long-poll queue ``name`` in the background (lock held).
 
-        What it returns is held; the polling loop hears of it as an event.
+        What it returns is held; the polling loop hears of it as news. When it
+        brings messages, ``found(name)`` is called first (lock held): the
+        strategy's own bookkeeping.
         """
-        self._state.long_polling.add(name)
-        self.submit(self._long_poll, name, max(1, min(10, max_messages)), wait_seconds)
+        self.long_polling.add(name)
+        self._state.receive_started()
+        batch = max(1, min(MAX_BATCH_ENTRIES, max_messages))
+        self.submit(self._long_poll, name, batch, wait_seconds, found)
 
-    def _long_poll(self, name: str, max_messages: int, wait_seconds: int) -> None:
+    def _long_poll(
+        self,
+        name: str,
+        max_messages: int,
+        wait_seconds: int,
+        found: cabc.Callable[[str], None] | None,
+    ) -> None:
+        """One long poll, on a receive thread; hold what it brings."""
         deliveries = self.receive(name, max_messages, wait_seconds)
         state = self._state
         with state.lock:
-            state.long_polling.discard(name)
-            state.events += 1
+            self.long_polling.discard(name)
             if deliveries:
-                state.empty.discard(name)
+                if found is not None:
+                    found(name)
                 state.hold(name, deliveries)
-            state.changed.notify_all()
+            state.receive_ended()
 
     def _record_success(self, name: str) -> None:
+        """A receive of ``name`` worked: forget its failures, retry its
+        endpoint's unreachable queues now."""
         state = self._state
         with state.lock:
-            health = state.health.queues[name]
+            health = self.health.queues[name]
             failures = health.record_success()
             brought: list[str] = []
-            if state.health.any_unreachable():
-                brought = state.health.bring_forward(health.endpoint)
-                state.events += 1
-                state.changed.notify_all()
+            if self.health.any_unreachable():
+                brought = self.health.bring_forward(health.endpoint)
+                state.announce()
             state.received()
         if failures:
             log.info("receive_recovered", queue=name, failures=failures)
@@ -130,12 +172,12 @@ class Receiver:
             log.info("receive_retry_brought_forward", queue=other)
 
     def record_failure(self, name: str, error: Exception) -> None:
+        """Count a failed receive (or settings read) of ``name``; tell the hooks."""
         state = self._state
         with state.lock:
-            health = state.health.queues[name]
+            health = self.health.queues[name]
             backoff = health.record_failure(error, time.monotonic())
-            state.events += 1
-            state.changed.notify_all()
+            state.announce()
         log.warning(
             "receive_failed",
             queue=name,
@@ -144,3 +186,4 @@ class Receiver:
             error=health.last_error,
         )
         call_hook("receive_failed", self._hooks.receive_failed, name, error)
+        report_error(self._hooks, name, error, "receive")

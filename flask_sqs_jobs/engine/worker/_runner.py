@@ -13,7 +13,7 @@ import typing as t
 
 import structlog
 
-from ._worker import EXIT_OK
+from ..model import EXIT_OK
 from ._worker import JobWorker
 
 if t.TYPE_CHECKING:
@@ -82,6 +82,7 @@ def run_until_signalled(worker: JobWorker) -> int:
     signals_seen: list[int] = []
 
     def handle(signum: int, frame: types.FrameType | None) -> None:
+        """The signal handler: note the signal for the loop below."""
         # Only record the signal: a second one may run this handler nested
         # inside the first, and anything taking a lock here (logging does)
         # would deadlock. The loop below acts on it.
@@ -112,7 +113,13 @@ def run_until_signalled(worker: JobWorker) -> int:
 
 
 def _force_exit(worker: JobWorker, signum: int) -> t.NoReturn:
-    """Release every held message (bounded in time) and exit at once."""
+    """Release every held message (bounded in time) and exit at once.
+
+    The release runs in a thread of its own, given at most
+    :data:`FORCED_RELEASE_SECONDS`: a second signal means "now", and a
+    server that does not answer must not hold the exit back. Messages left
+    unreleased come back when their visibility ends.
+    """
     releaser = threading.Thread(target=worker.release_all, daemon=True)
     releaser.start()
     releaser.join(FORCED_RELEASE_SECONDS)

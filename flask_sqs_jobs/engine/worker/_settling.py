@@ -1,75 +1,79 @@
-"""Phase two of a job: settle its message and report how it ended.
+"""Phase two of a job: settle its message, then report how the job ended.
 
-Settling deletes the message, sets its visibility or moves it on (deferral,
-dead letter), per SPEC's outcome table; reporting writes ``job_finished`` and
-calls the ``job_finished`` hook.
+Settling decides what becomes of the message in SQS, per SPEC's outcome
+table: it is deleted, made visible later, moved on (deferral, dead letter)
+or left alone. In this package *settle* means only that; the settle result
+(:class:`~._reporting.Settled`) is its own value, and the report
+(``job_finished``) is made from it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
-import random
-import time
 import typing as t
 
 import structlog
 
-from ..model import call_hook
+from ..model import as_multi
 from ..model import Hooks
 from ..model import IdempotencyConflictError
 from ..model import judge
 from ..model import MAX_DELAY_SECONDS
-from ..model import MAX_VISIBILITY_TIMEOUT
 from ..model import Outcome
+from ..model import report_error
 from ..model import Retry
-from ..model import RetryJob
 from ..model import Verdict
+from ..model import WorkerCounts
 from ..sqs import after_delete
 from ..sqs import CallError
+from ..sqs import CallFailed
 from ..sqs import is_lost_ownership
 from ..sqs import MALFORMED_BODY_CODES
 from ._delivery import Delivery
 from ._heartbeat import Heartbeat
 from ._key_wait import send_back_later
 from ._large_payloads_settling import settle_unread
-from ._lease import VISIBILITY_WINDOW_SECONDS
-from ._lease import WINDOW_MARGIN_SECONDS
-from ._resend import copy_attributes
-from ._resend import dead_letter_params
-from ._retry_log import log_exhausted
-from ._retry_log import log_retrying
-from ._running import DELETED_OUTCOMES
-from ._running import Kind
-from ._running import Ran
-from ._worker_counts import WorkerCounts
+from ._ran import DELETED_OUTCOMES
+from ._ran import Kind
+from ._ran import Ran
+from ._reporting import log_exhausted
+from ._reporting import log_retrying
+from ._reporting import Report
+from ._reporting import Settled
+from ._settle_calls import change_visibility
+from ._settle_calls import copy_attributes
+from ._settle_calls import dead_letter_params
+from ._settle_calls import describe
+from ._settle_calls import is_last_receive
+from ._settle_calls import retry_delay
 
 log = structlog.get_logger(__name__)
-job_log = structlog.get_logger("flask_sqs_jobs.job")
 
 #: An unknown job type (or a pointer this worker may not follow) stays
 #: invisible at least this long, so a worker that knows it (a newer deploy) can
 #: pick it up and this one does not spin on it.
 UNKNOWN_JOB_TYPE_VISIBILITY = 300
-_LEVELS = {
-    Outcome.SUCCESS: "info",
-    Outcome.DEFERRED: "info",
-    Outcome.DUPLICATE: "info",
-    Outcome.RETRY: "warning",
-}
-
-
-@dataclasses.dataclass
-class Settled:
-    outcome: Outcome
-    exception: BaseException | None = None
-    processing_outcome: Outcome | None = None
-    fields: dict[str, t.Any] = dataclasses.field(default_factory=dict)
 
 
 class Settler:
-    """Settle messages after their handler ran, and report each job's end."""
+    """Settle messages after their handler ran, and report each job's end.
+
+    One per worker (and per eager queue group), shared by the slot threads:
+    :meth:`settle` runs on the job's thread after its slot was freed, inside
+    the job's scope, with no lock held. It keeps nothing between jobs. Every
+    SQS call it makes for a message goes through the message's queue (deletes
+    and visibility changes are group-committed there); a failed one is logged
+    and reported to the hooks (``worker_error``, kind ``"settle"``). The
+    lease is released from the heartbeat (``drop``) before any call that
+    decides the message's fate, and always when :meth:`settle` returns.
+
+    :param heartbeat: the worker's heartbeat, which owns the leases.
+    :param hooks: the worker's hooks, told of each job's end.
+    :param known_job_types: the job types this worker runs, for the line
+        about an unknown one.
+    :param delete_linger: how long a delete may wait to share a batch request.
+    """
 
     def __init__(
         self,
@@ -83,20 +87,32 @@ class Settler:
         self.counts = counts or WorkerCounts()
         self._delete_linger = delete_linger
         self._heartbeat = heartbeat
-        self._hooks = hooks
+        self._hooks = as_multi(hooks)
         self._known_job_types = known_job_types
+        self._report = Report(self._hooks, self.counts)
 
     def settle(self, ran: Ran) -> Outcome | None:
-        """Settle ``ran``'s message; return the job's outcome (None: not a job)."""
+        """Settle ``ran``'s message; return the job's outcome (None: not a job).
+
+        Never raises ``Exception``; ``ran`` is left as it is.
+        """
         try:
             return self._settle(ran)
-        except Exception:
+        except Exception as exc:
             log.exception("message_processing_failed")
+            report_error(self._hooks, ran.delivery.queue_name, exc, "settle")
             return None
         finally:
             self._heartbeat.drop(ran.delivery.lease)
 
+    def _failed(self, delivery: Delivery, operation: str, error: CallError) -> None:
+        """Report a failed call settling ``delivery`` (when it failed)."""
+        if error is not None:
+            failure = CallFailed(operation, error)
+            report_error(self._hooks, delivery.queue_name, failure, "settle")
+
     def _settle(self, ran: Ran) -> Outcome | None:
+        """Settle by what the message turned out to be; report a job's end."""
         delivery = ran.delivery
         if ran.kind is Kind.MALFORMED:
             # A reason decode_body does not give is a large-payload pointer's.
@@ -126,6 +142,7 @@ class Settler:
         """Delete a message that is not a job; return whether it was deleted."""
         self._heartbeat.drop(delivery.lease)
         error = delivery.queue.delete(delivery.receipt_handle)
+        self._failed(delivery, "DeleteMessage", error)
         body = delivery.body
         log.error(
             "malformed_message_deleted"
@@ -145,10 +162,12 @@ class Settler:
         seconds = delivery.lease.cap_visibility(
             max(UNKNOWN_JOB_TYPE_VISIBILITY, delivery.queue.visibility_timeout or 0)
         )
-        return _change_visibility(delivery, seconds)
+        return change_visibility(delivery, seconds)
 
     def _hide_unknown(self, delivery: Delivery) -> None:
+        """Hide an unknown job type for a while, for a worker that knows it."""
         seconds, error = self._hide(delivery)
+        self._failed(delivery, "ChangeMessageVisibility", error)
         log.warning(
             "unknown_job_type_deferred",
             visibility_timeout=seconds,
@@ -158,7 +177,7 @@ class Settler:
 
     def _settle_unfetched(self, ran: Ran) -> None:
         """A large payload whose body was not read: ``_large_payloads_settling``."""
-        delivery, exc = ran.delivery, ran.exception
+        delivery, exc = ran.delivery, ran.handled.exception
         self._heartbeat.drop(delivery.lease)
         settle_unread(
             delivery,
@@ -183,6 +202,7 @@ class Settler:
             new_id = delivery.queue.send(params)
         except Exception as exc:
             log.warning("deferral_failed", error=str(exc))
+            report_error(self._hooks, delivery.queue_name, exc, "settle")
             return Settled(Outcome.RETRY, exc)
         fields = {"run_at": run_at.isoformat(), "new_message_id": new_id}
         return self._delete(delivery, Settled(Outcome.DEFERRED, fields=fields))
@@ -190,8 +210,15 @@ class Settler:
     # -- jobs whose handler ran --
 
     def _settle_job(self, ran: Ran) -> Settled:
+        """Settle a job whose handler ran (or could not start), in SPEC's order.
+
+        A lost lease leaves the message alone; an idempotency conflict is
+        dead-lettered; a job that is done is deleted; a failure on the last
+        receive is dead-lettered; a retry policy may end the job; otherwise
+        the job waits its retry delay (when it has one) and comes back.
+        """
         delivery = ran.delivery
-        result = Settled(ran.outcome, ran.exception)
+        result = Settled(ran.handled.outcome, ran.handled.exception)
         if delivery.lease.failed:
             result.fields["reason"] = delivery.lease.failure
             return Settled(
@@ -207,7 +234,7 @@ class Settler:
             return self._delete(delivery, result)
         if result.outcome in DELETED_OUTCOMES:
             return self._delete(delivery, result)
-        if _is_last_receive(delivery):
+        if is_last_receive(delivery):
             moved = self._dead_letter(delivery, result.exception)
             if moved is not None:
                 return moved
@@ -215,15 +242,16 @@ class Settler:
             settled = self._apply_policy(ran, ran.retry, result)
             if settled is not None:
                 return settled
-        wanted = _retry_delay(delivery, result.exception, ran.retry)
+        wanted = retry_delay(delivery, result.exception, ran.retry)
         if wanted is not None:
             delay = delivery.lease.cap_visibility(wanted)
             if delay < wanted:
                 result.fields["retry_capped_from_seconds"] = wanted
-            delay, error = _change_visibility(delivery, delay, visible_now=wanted == 0)
+            delay, error = change_visibility(delivery, delay, visible_now=wanted == 0)
             result.fields["retry_in_seconds"] = delay
             if error is not None:
                 result.fields["visibility_error"] = describe(error)
+                self._failed(delivery, "ChangeMessageVisibility", error)
         if result.outcome is Outcome.RETRY:
             log_retrying(ran, result.fields.get("retry_in_seconds"))
         return result
@@ -245,11 +273,13 @@ class Settler:
         return self._delete(delivery, Settled(Outcome.DELETE, exc, fields=fields))
 
     def _delete(self, delivery: Delivery, result: Settled) -> Settled:
+        """Delete the message; ``result`` if that worked, else ``delete_failed``."""
         error = delivery.queue.delete(
             delivery.receipt_handle, linger=self._delete_linger
         )
         if error is None:
             return result
+        self._failed(delivery, "DeleteMessage", error)
         result.fields.update(
             error=describe(error), ownership_lost=is_lost_ownership(error)
         )
@@ -272,6 +302,7 @@ class Settler:
             delivery.queue.send(dead_letter_params(delivery, exception), url=url)
         except Exception as exc:
             log.warning("dead_letter_failed", error=str(exc))
+            report_error(self._hooks, delivery.queue_name, exc, "settle")
             return None
         return self._delete(
             delivery,
@@ -279,95 +310,3 @@ class Settler:
                 Outcome.DEAD_LETTERED, exception, fields={"dead_letter_queue": url}
             ),
         )
-
-    # -- reporting --
-
-    def _report(self, ran: Ran, result: Settled) -> Outcome:
-        duration_ms = round((time.monotonic() - ran.started) * 1000, 2)
-        fields: dict[str, t.Any] = {
-            "outcome": result.outcome.value,
-            "duration_ms": duration_ms,
-        }
-        if result.processing_outcome is not None:
-            fields["processing_outcome"] = result.processing_outcome.value
-        fields.update(ran.fields)
-        fields.update(result.fields)
-        exc = result.exception
-        if exc is not None and result.outcome is not Outcome.SUCCESS:
-            fields["error_type"] = type(exc).__name__
-            if not isinstance(exc, RetryJob):
-                fields["exc_info"] = exc
-        getattr(job_log, _LEVELS.get(result.outcome, "error"))("job_finished", **fields)
-        self.counts.outcome(result.outcome)
-        assert ran.job is not None
-        # The scope closes with the final verdict's exception (none on success).
-        ran.outcome, ran.exception = result.outcome, exc
-        if result.outcome is Outcome.SUCCESS:
-            call_hook("job_succeeded", self._hooks.job_succeeded, ran.job, ran.result)
-        call_hook(
-            "job_finished",
-            self._hooks.job_finished,
-            ran.job,
-            result.outcome,
-            duration_ms,
-            exc,
-        )
-        return result.outcome
-
-
-def _retry_delay(
-    delivery: Delivery, exception: BaseException | None, policy: Retry | None = None
-) -> int | None:
-    if isinstance(exception, RetryJob):
-        return exception.delay_seconds
-    if policy is not None:
-        return policy.delay(delivery.receive_count)
-    base = delivery.queue.retry_backoff_seconds
-    if base is None:
-        return None
-    # Both bounded first, so that no receive count or base can overflow.
-    exponent = min(max(0, delivery.receive_count - 1), 64)
-    delay = min(
-        MAX_VISIBILITY_TIMEOUT, min(base, MAX_VISIBILITY_TIMEOUT) * 2.0**exponent
-    )
-    # Whole seconds within [d, 2d], as SQS takes only ints.
-    low = math.ceil(delay)
-    high = max(low, math.floor(min(MAX_VISIBILITY_TIMEOUT, 2 * delay)))
-    return random.randint(low, high)
-
-
-def _change_visibility(
-    delivery: Delivery, seconds: int, *, visible_now: bool = False
-) -> tuple[int, CallError]:
-    """Set the visibility, already capped to the receive's 12 hours.
-
-    Returns the seconds set and the error. A cap of 0 means the window is
-    spent: SQS would refuse more, and 0 would make the message visible at
-    once, so nothing is sent. Only a caller asking for 0 gets 0. A server that
-    counts the 12 hours from the send instead (moto does) refuses a message
-    that waited long in the queue: the change is then sent again within that
-    stricter window, rather than leaving the message soon visible.
-    """
-    if seconds == 0 and not visible_now:
-        return 0, None
-    error = delivery.queue.change_visibility(delivery.receipt_handle, seconds)
-    if error is None or error[0] != "InvalidParameterValue" or seconds == 0:
-        return seconds, error
-    sent_at = delivery.sent_at
-    if sent_at is None:
-        return seconds, error
-    left = math.floor(
-        sent_at + VISIBILITY_WINDOW_SECONDS - WINDOW_MARGIN_SECONDS - time.time()
-    )
-    if not 0 < left < seconds:
-        return seconds, error
-    return left, delivery.queue.change_visibility(delivery.receipt_handle, left)
-
-
-def _is_last_receive(delivery: Delivery) -> bool:
-    policy = delivery.queue.redrive_policy()
-    return policy is not None and delivery.receive_count >= policy[1]
-
-
-def describe(error: CallError) -> str | None:
-    return None if error is None else f"{error[0]}: {error[1]}"

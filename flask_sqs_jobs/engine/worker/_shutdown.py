@@ -1,16 +1,27 @@
-"""A worker's shutdown: release held messages, wait for (or abandon) running jobs."""
+"""A worker's shutdown: release held messages, wait for (or abandon) running jobs.
+
+Releasing a message makes it visible again at once (visibility 0), in
+batches; in this package *release* means only that (an idempotency key is
+*relinquished*).
+"""
 
 from __future__ import annotations
 
+import collections
 import collections.abc as cabc
 import time
 import typing as t
 
 import structlog
 
+from ..model import Hooks
+from ..model import MAX_BATCH_ENTRIES
+from ..model import report_error
+from ..sqs import CallFailed
+from ..sqs import SqsQueue
 from ._heartbeat import Heartbeat
+from ._heartbeat import Lease
 from ._receiver import Receiver
-from ._release import release_leases
 from ._worker_state import WorkerState
 
 log = structlog.get_logger("flask_sqs_jobs.engine.worker._worker")
@@ -20,7 +31,10 @@ ABORT_GRACE_SECONDS = 2.0
 
 
 class Joinable(t.Protocol):
-    def join(self) -> None: ...
+    """Threads the shutdown waits for (the slot threads)."""
+
+    def join(self) -> None:
+        """Return once the threads ended."""
 
 
 class Shutdown:
@@ -29,6 +43,11 @@ class Shutdown:
     Held messages are made visible at once; running jobs may finish (up to
     ``shutdown_timeout``, then they are abandoned and their messages released
     too); receives still in flight are waited for and what they bring released.
+
+    Run once by the polling loop's thread when the loop ends (:meth:`run`),
+    without any lock held. It owns nothing: it asks the state, the heartbeat
+    and the receiver to stop, and reports failed releases to the hooks
+    (``worker_error``, kind ``"settle"``).
     """
 
     def __init__(
@@ -38,59 +57,41 @@ class Shutdown:
         receiver: Receiver,
         threads: cabc.Sequence[Joinable],
         shutdown_timeout: float | None,
+        hooks: Hooks,
     ) -> None:
         self._state = state
         self._heartbeat = heartbeat
         self._receiver = receiver
         self._threads = threads
         self._shutdown_timeout = shutdown_timeout
+        self._hooks = hooks
 
     def run(self) -> None:
         """Stop receiving, let running jobs end (or abandon them), release the rest."""
         state = self._state
         state.request_stop()
         released = self._release_held()
-        abandoned = not self._wait_for_running_jobs()
+        timeout = self._shutdown_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        abandoned = not state.wait_for_jobs(deadline)
         if abandoned:
             released += self._abandon_running_jobs()
-        with state.lock:
-            while state.long_polling or state.fetching:
-                state.changed.wait()
+        state.wait_for_receives()
         released += self._release_held()
         self._receiver.shutdown()
         if released:
             log.info("messages_released", count=released)
-        with state.lock:
-            state.changed.notify_all()
-            state.work_ready.notify_all()
+        state.wake_everyone()
         if not abandoned:
             for threads in self._threads:
                 threads.join()
         self._heartbeat.stop()
 
-    def _wait_for_running_jobs(self) -> bool:
-        """Wait for running jobs (up to the shutdown timeout); True if all finished."""
-        timeout = self._shutdown_timeout
-        deadline = None if timeout is None else time.monotonic() + timeout
-        state = self._state
-        with state.lock:
-            while state.active:
-                if deadline is None:
-                    state.changed.wait()
-                    continue
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                state.changed.wait(remaining)
-        return True
-
     def _abandon_running_jobs(self) -> int:
         """Past the shutdown deadline: abort running jobs and release their messages."""
-        state = self._state
-        with state.lock:
-            # Only jobs whose handler still runs: a job that is settling its
-            # message already decided what happens to it.
-            deliveries = list(state.in_handler)
+        # Only jobs whose handler still runs: a job that is settling its
+        # message already decided what happens to it.
+        deliveries = self._state.running_deliveries()
         log.warning(
             "shutdown_timeout_reached",
             timeout_seconds=self._shutdown_timeout,
@@ -98,19 +99,64 @@ class Shutdown:
         )
         for delivery in deliveries:
             self._heartbeat.abandon(delivery.lease, "shutdown_timeout")
-        released = release_leases([d.lease for d in deliveries], even_failed=True)
+        released = self._release([d.lease for d in deliveries], even_failed=True)
         # Handlers that watch abort_requested get a moment to return, so their
         # job_finished (heartbeat_failed: the message is no longer theirs) is
         # logged before the process exits.
-        deadline = time.monotonic() + ABORT_GRACE_SECONDS
-        with state.lock:
-            while state.active and (remaining := deadline - time.monotonic()) > 0:
-                state.changed.wait(remaining)
+        self._state.wait_for_jobs(time.monotonic() + ABORT_GRACE_SECONDS)
         return released
 
     def _release_held(self) -> int:
-        with self._state.lock:
-            deliveries = self._state.drain_held()
+        """Release every message held for a slot; return how many were."""
+        deliveries = self._state.drain_held()
         for delivery in deliveries:
             self._heartbeat.drop(delivery.lease)
-        return release_leases([d.lease for d in deliveries])
+        return self._release([d.lease for d in deliveries])
+
+    def _release(self, leases: list[Lease], *, even_failed: bool = False) -> int:
+        """Release ``leases``' messages, reporting each failure as a settle error."""
+
+        def failed(queue: str, error: BaseException) -> None:
+            report_error(self._hooks, queue, error, "settle")
+
+        return release_leases(leases, even_failed=even_failed, on_error=failed)
+
+
+def release_leases(
+    leases: cabc.Sequence[Lease],
+    *,
+    even_failed: bool = False,
+    on_error: cabc.Callable[[str, BaseException], None] | None = None,
+) -> int:
+    """Set the visibility of each lease's message to 0, in batches per queue.
+
+    Failed leases are skipped (the message may be someone else's by now)
+    unless ``even_failed``: a lease this worker abandoned itself is still its own.
+    Each failed release is logged, and handed to ``on_error`` with its
+    logical queue's name. Returns how many messages were released.
+    """
+    by_queue: dict[SqsQueue, list[Lease]] = collections.defaultdict(list)
+    for lease in leases:
+        if even_failed or not lease.failed:
+            by_queue[lease.queue].append(lease)
+    released = 0
+    for queue, queued in by_queue.items():
+        for start in range(0, len(queued), MAX_BATCH_ENTRIES):
+            chunk = queued[start : start + MAX_BATCH_ENTRIES]
+            errors = queue.change_visibility_many(
+                [(x.receipt_handle, 0) for x in chunk]
+            )
+            for lease, error in zip(chunk, errors, strict=True):
+                if error is None:
+                    released += 1
+                    continue
+                log.warning(
+                    "release_failed",
+                    sqs_queue=queue.name,
+                    error=f"{error[0]}: {error[1]}",
+                )
+                if on_error is not None:
+                    on_error(
+                        lease.queue_name, CallFailed("ChangeMessageVisibility", error)
+                    )
+    return released

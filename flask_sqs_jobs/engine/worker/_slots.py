@@ -28,7 +28,16 @@ SETTLING_THREADS_PER_SLOT = 6
 
 
 class JobProcessing:
-    """Both phases of one job, as a slot thread runs them."""
+    """Both phases of one job, as a slot thread runs them.
+
+    Called by the slot threads (:class:`SlotThreads`, :class:`CycleThread`)
+    without any lock held, each job in a context of its own. Phase one
+    (:meth:`JobRunner.run`) holds the slot; it is freed as soon as the handler
+    returned, then phase two (:meth:`Settler.settle`) settles the message
+    while another job may already run in the slot; last the job's scope
+    closes (:meth:`Ran.close`). It owns nothing: the runner, the settler and
+    the state keep what they change.
+    """
 
     def __init__(
         self,
@@ -51,6 +60,11 @@ class JobProcessing:
             self._state.free_slot(delivery)  # a no-op if phase one freed it
 
     def _run_then_settle(self, delivery: Delivery) -> None:
+        """Phase one, free the slot, phase two, close the scope.
+
+        A runner that raised (a bug: it never should) frees the slot and
+        drops the lease, so the message comes back when its visibility ends.
+        """
         try:
             ran = self._runner.run(delivery)
         except Exception:
@@ -70,7 +84,9 @@ class SlotThreads:
 
     There are :data:`SETTLING_THREADS_PER_SLOT` threads per slot: a thread
     settling its job's message no longer holds a slot, and another thread
-    fills it meanwhile.
+    fills it meanwhile. Started by the worker before its polling loop, joined
+    by the shutdown; each thread waits in :meth:`WorkerState.next_job` and
+    returns once a stop was requested.
     """
 
     def __init__(self, state: WorkerState, processing: JobProcessing) -> None:
@@ -79,6 +95,7 @@ class SlotThreads:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        """Start the threads, each in a copy of the caller's context."""
         context = contextvars.copy_context()
         for index in range(SETTLING_THREADS_PER_SLOT * self._state.concurrency):
             thread = threading.Thread(
@@ -91,10 +108,12 @@ class SlotThreads:
             self._threads.append(thread)
 
     def join(self) -> None:
+        """Wait for the threads (after a stop request, they end on their own)."""
         for thread in self._threads:
             thread.join()
 
     def _serve(self) -> None:
+        """One slot thread: take jobs until a stop; close its event loop."""
         try:
             while (delivery := self._state.next_job()) is not None:
                 self._processing.process(delivery)
@@ -107,8 +126,10 @@ class CycleThread:
     """The thread that runs each cycle's job with one slot (``concurrency=1``).
 
     The polling cycle hands its job over with the cycle's context and waits
-    for it, so a ``poll`` middleware wraps the job, while a stop request can
-    still give up on a job that outlives the shutdown timeout.
+    for it (:meth:`run`, called by the polling loop without the lock), so a
+    ``poll`` middleware wraps the job, while a stop request can still give up
+    on a job that outlives the shutdown timeout. The pending hand-over is this
+    object's own, guarded by the state's lock.
     """
 
     def __init__(self, state: WorkerState, processing: JobProcessing) -> None:
@@ -120,9 +141,11 @@ class CycleThread:
         )
 
     def start(self) -> None:
+        """Start the thread (the worker, before its polling loop)."""
         self._thread.start()
 
     def join(self) -> None:
+        """Wait for the thread (the shutdown, after a stop request)."""
         self._thread.join()
 
     def run(self, delivery: Delivery) -> None:
@@ -131,24 +154,22 @@ class CycleThread:
         with state.lock:
             state.start_job(delivery)
             self._pending = (delivery, contextvars.copy_context())
-            state.work_ready.notify()
-            while state.active and not state.stop_requested:
-                state.changed.wait()
+            state.hand_over()
+            state.wait_for_cycle()
 
     def _serve(self) -> None:
+        """The cycle thread: run each handed-over job in its cycle's context."""
         state = self._state
         try:
             while True:
                 with state.lock:
                     while self._pending is None and not state.stop_requested:
-                        state.work_ready.wait()
+                        state.wait_for_work()
                     if self._pending is None:
                         return
                     delivery, context = self._pending
                     self._pending = None
                 context.run(self._processing.process, delivery)
-                state.job_done()
-                with state.lock:
-                    state.changed.notify_all()
+                state.job_done(wake_loop=True)
         finally:
             close_thread_loop()

@@ -20,6 +20,8 @@ import structlog
 from ..model import as_job_handler
 from ..model import call_hook
 from ..model import compose_poll
+from ..model import EXIT_OK
+from ..model import EXIT_RECEIVE_FAILURES
 from ..model import HandlerFunc
 from ..model import Hooks
 from ..model import IdempotencyKeys
@@ -33,15 +35,13 @@ from ..sqs import warn_prefix_only
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
 from ._receive_health import MAX_RECEIVE_FAILURES
-from ._receive_health import ReceiveHealth
 from ._receive_in_order import InOrderReceiving
 from ._receive_pipelined import max_receives_in_flight
 from ._receive_pipelined import PipelinedReceiving
-from ._receiver import endpoint_of
 from ._receiver import Receiver
-from ._release import release_leases
 from ._running import JobRunner
 from ._settling import Settler
+from ._shutdown import release_leases
 from ._shutdown import Shutdown
 from ._slots import CycleThread
 from ._slots import JobProcessing
@@ -54,9 +54,6 @@ log = structlog.get_logger(__name__)
 #: its DeleteMessageBatch request. The slot is already free by then, so the
 #: wait costs no throughput, only requests.
 DELETE_LINGER_SECONDS = 0.01
-
-EXIT_OK = 0
-EXIT_RECEIVE_FAILURES = 1
 
 _stop_event: contextvars.ContextVar[threading.Event] = contextvars.ContextVar(
     "flask_sqs_jobs.worker_stop_event"
@@ -135,12 +132,11 @@ class JobWorker:
         self._concurrency = concurrency
         self._shutdown_timeout = shutdown_timeout
         self._names = list(queues.names)
-        self._hooks = MultiHooks([queues.hooks, *hooks]) if hooks else queues.hooks
+        self._hooks = MultiHooks([queues.hooks, *hooks])
 
         self._heartbeat = Heartbeat()
-        health = ReceiveHealth({n: endpoint_of(q) for n, q in queues.items()})
         weights = {n: queues.weight(n) for n in self._names}
-        self._state = state = WorkerState(self._names, weights, concurrency, health)
+        self._state = state = WorkerState(self._names, weights, concurrency)
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = state.stop_event
         runner = JobRunner(
@@ -176,7 +172,7 @@ class JobWorker:
             self._pipelined = PipelinedReceiving(
                 self._receiver, state, queues.polling_order, idle_wait_seconds
             )
-            state.slot_wakes_loop = self._pipelined.worth_a_receive
+            state.wake_loop_when(self._pipelined.worth_a_receive)
             self._slot_threads = SlotThreads(state, processing)
             self._poll = compose_poll(queues.middleware, self._pipelined.cycle)
         else:
@@ -191,6 +187,7 @@ class JobWorker:
             self._receiver,
             [t for t in (self._slot_threads, self._cycle_thread) if t is not None],
             shutdown_timeout,
+            self._hooks,
         )
 
     # -- public API --
@@ -254,19 +251,25 @@ class JobWorker:
     def queue_failures(self) -> dict[str, int]:
         """Consecutive receive failures per queue (0 for a healthy queue)."""
         with self._state.lock:
-            return self._state.health.failures()
+            return self._receiver.health.failures()
 
     def queue_errors(self) -> dict[str, str]:
         """The last receive error of each queue that is failing now."""
         with self._state.lock:
-            return self._state.health.errors()
+            return self._receiver.health.errors()
 
     # -- the loop --
 
     def _run(self) -> int:
+        """Start the parts, poll until stopped or broken, then shut down.
+
+        The parts start in order (the heartbeat, the slot threads, the
+        queues' settings) before ``worker_started``; the shutdown runs
+        whatever ended the loop, before ``worker_stopped``.
+        """
         _stop_event.set(self.stop_event)
         state = self._state
-        state.started_at = time.monotonic()
+        state.mark_started()
         self._heartbeat.start()
         if self._slot_threads is not None:
             self._slot_threads.start()
@@ -294,7 +297,7 @@ class JobWorker:
                 if state.stop_requested:
                     break
                 self._poll()
-                if state.health.every_queue_broken():
+                if self._receiver.health.every_queue_broken():
                     status, reason = EXIT_RECEIVE_FAILURES, "receive_failures"
                     log.error(
                         "worker_giving_up",
@@ -310,6 +313,10 @@ class JobWorker:
         return status
 
     def _cycle_in_order(self) -> None:
+        """One cycle with one slot: take at most one message and run it here.
+
+        Runs inside the ``poll`` middleware, which so wraps the job's run.
+        """
         assert self._in_order is not None
         assert self._cycle_thread is not None
         delivery = self._in_order.next_message()
@@ -329,6 +336,7 @@ def _check_arguments(
     concurrency: object,
     shutdown_timeout: object,
 ) -> None:
+    """Refuse a worker's arguments that are wrong, saying what to pass instead."""
     if not isinstance(queues, NamedQueues):
         raise TypeError(f"queues must be a QueueGroup; got {type(queues).__name__}")
     if (

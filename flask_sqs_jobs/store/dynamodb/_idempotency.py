@@ -6,7 +6,7 @@ lease has ended, or a completed item past its expiry. When the condition
 fails, DynamoDB returns the item that stood in the way
 (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), which tells a completed key
 from one in progress or one used with another payload, without another read.
-Renew, complete and release are conditional on the holder's token.
+Renew, complete and relinquish are conditional on the holder's token.
 
 DynamoDB has no clock a condition can read, so times are the caller's
 (``time.time()``): keep the workers' clocks in sync (NTP); a skew lengthens or
@@ -28,6 +28,7 @@ from ...engine.model import Claim
 from ...engine.model import ClaimState
 from ...engine.model import loggable_text
 from ...engine.model import MAX_RESULT_BYTES
+from ...engine.sqs import aws_error_code
 from ...engine.sqs import MAX_JSON_DEPTH
 from ...engine.sqs import read_result
 from ...engine.sqs import result_json
@@ -174,7 +175,7 @@ class DynamoDBIdempotencyKeys:
                 " completed"
             )
 
-    def release(self, key: str, token: str) -> None:
+    def relinquish(self, key: str, token: str) -> None:
         """Forget an in-progress key held by ``token``; another holder's stays."""
         self._write_held(self._client.delete_item, key, token, {}, {})
 
@@ -297,5 +298,4 @@ def _number(value: float) -> dict[str, str]:
 
 
 def _condition_failed(exc: ClientError) -> bool:
-    code = exc.response.get("Error", {}).get("Code")
-    return code == "ConditionalCheckFailedException"
+    return aws_error_code(exc) == "ConditionalCheckFailedException"

@@ -19,6 +19,7 @@ import typing as t
 
 from botocore.exceptions import ClientError
 
+from ...engine.sqs import aws_error_code
 from ...engine.sqs import read_result
 from .. import model as r
 from ._store import PARTITION_KEY
@@ -67,7 +68,7 @@ class DynamoDBJobRecords:
             try:
                 self._client.update_item(**update)
             except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
+                if aws_error_code(exc) != "ConditionalCheckFailedException":
                     raise
                 return self._standing(exc.response.get("Item"), event)
             return None
@@ -289,10 +290,6 @@ class DynamoDBJobRecords:
     def prune(self, older_than: dt.datetime) -> int:
         """Nothing to do: DynamoDB's TTL deletes expired records."""
         return 0
-
-
-def error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _job_key(job_id: str) -> dict[str, t.Any]:

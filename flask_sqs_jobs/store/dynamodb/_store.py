@@ -7,6 +7,7 @@ import typing as t
 import boto3
 from botocore.exceptions import ClientError
 
+from ...engine.sqs import aws_error_code
 from ..model import JobStore
 
 if t.TYPE_CHECKING:
@@ -70,7 +71,7 @@ class DynamoDBStore(JobStore):
                 BillingMode="PAY_PER_REQUEST",
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
+            if aws_error_code(exc) != "ResourceInUseException":
                 raise
             return [f"{self.table_name}: exists, unchanged"]
         self.client.get_waiter("table_exists").wait(TableName=self.table_name)

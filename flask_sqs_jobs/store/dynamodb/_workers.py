@@ -13,9 +13,9 @@ import typing as t
 
 from botocore.exceptions import ClientError
 
+from ...engine.sqs import aws_error_code
 from .. import model as r
 from ._records import epoch_value
-from ._records import error_code
 from ._records import n_value
 from ._records import s_value
 from ._store import PARTITION_KEY
@@ -65,7 +65,7 @@ class DynamoDBWorkerRegistry:
                 },
             )
         except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
+            if aws_error_code(exc) == "ConditionalCheckFailedException":
                 return False
             raise
         return True

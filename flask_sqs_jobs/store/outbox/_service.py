@@ -11,8 +11,8 @@ import structlog
 
 if t.TYPE_CHECKING:
     from ...engine import QueueGroup
+    from ...engine.model import WorkerService
     from ...engine.ops import PrometheusMetrics
-    from ...engine.worker import WorkerService
     from ..model import JobStore
     from ..sql import SQLAlchemyStore
 

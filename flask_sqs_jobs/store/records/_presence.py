@@ -57,6 +57,11 @@ class WorkerPresence:
     :param records: the job records to prune, or None (no pruning).
     :param forget_expired_keys: deletes expired idempotency keys and returns
         how many, or None (the store's TTL does it, or it keeps none).
+    :param on_error: called with each failed store call's error, on this
+        service's thread (the app's hooks: ``worker_error``, kind ``"store"``).
+
+    Started and stopped by ``flask sqs-worker`` around its worker; its thread
+    is the only one that touches the worker's row, so it takes no lock.
     """
 
     name = "worker_presence"
@@ -73,7 +78,9 @@ class WorkerPresence:
         retention_seconds: float = 604800,
         refresh_seconds: float = REFRESH_SECONDS,
         prune_seconds: float = PRUNE_SECONDS,
+        on_error: cabc.Callable[[BaseException], None] | None = None,
     ) -> None:
+        self._on_error = on_error
         host = socket.gethostname()
         pid = os.getpid()
         self.worker_id = f"{host}:{pid}:{secrets.token_hex(4)}"
@@ -174,6 +181,8 @@ class WorkerPresence:
                 error_type=type(exc).__name__,
                 error=loggable_text(str(exc)),
             )
+            if self._on_error is not None:
+                self._on_error(exc)
             return None
 
 
@@ -185,6 +194,7 @@ def presence_of(
     concurrency: int,
     record_jobs: bool,
     retention_seconds: int,
+    on_error: cabc.Callable[[BaseException], None] | None = None,
 ) -> list[WorkerPresence]:
     """A :class:`WorkerPresence` for ``worker``, or none without a store.
 
@@ -203,6 +213,7 @@ def presence_of(
             else None,
             forget_expired_keys=_key_forgetting(store),
             retention_seconds=retention_seconds,
+            on_error=on_error,
         )
     ]
 

@@ -2,14 +2,14 @@
 
 Enabled when the app has a store and ``SQS_JOBS_RECORD_JOBS`` is on. Every
 write goes through a :class:`RecordWriter`, so recording never changes a
-job's outcome nor holds it up: a failed write is logged (``job_record_failed``)
-and counted (``sqs_jobs_store_errors_total``), and the job goes on.
+job's outcome nor holds it up: a failed write is logged (``job_record_failed``),
+counted (``sqs_jobs_store_errors_total``) and reported to the app's hooks
+(``worker_error``, kind ``"store"``), and the job goes on.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import typing as t
 
 import structlog
@@ -19,7 +19,7 @@ from ...engine.model import Job
 from ...engine.model import loggable_text
 from ...engine.model import MultiHooks
 from ...engine.model import Outcome
-from ...engine.model import set_reporter
+from ...engine.model import report_error
 from ...engine.sqs import result_json
 from ...engine.sqs import ResultNotKept
 from .. import model as r
@@ -51,19 +51,20 @@ MAX_ERROR_TEXT = 1000
 class RecordingHooks(Hooks):
     """Write a job record at each moment of a job's life.
 
+    Called from any thread (web requests, slot threads) with no lock held;
+    it keeps no state of its own: each hook hands one event to the writer.
+
     :param writer: where the writes go (asynchronous by default).
     """
 
     def __init__(self, writer: RecordWriter) -> None:
         self.writer = writer
-        self._succeeded = threading.local()
 
     def job_enqueued(self, job: Job, message_id: str) -> None:
         now = _now()
         self._submit(job, r.QUEUED, 0, now, enqueued_at=now)
 
     def job_started(self, job: Job) -> None:
-        set_reporter(job, self._progress)
         now = _now()
         self._submit(
             job,
@@ -74,8 +75,15 @@ class RecordingHooks(Hooks):
             started_at=now,
         )
 
-    def job_succeeded(self, job: Job, result: object) -> None:
-        self._succeeded.job, self._succeeded.result = job, result
+    def job_progress(self, job: Job, fraction: float, message: str | None) -> None:
+        self._submit(
+            job,
+            r.PROGRESS,
+            _attempts(job),
+            _now(),
+            progress=fraction,
+            progress_message=message,
+        )
 
     def job_finished(
         self,
@@ -83,19 +91,20 @@ class RecordingHooks(Hooks):
         outcome: Outcome,
         duration_ms: float,
         exception: BaseException | None,
+        *,
+        result: object = None,
+        will_retry: bool = False,
     ) -> None:
-        succeeded = getattr(self._succeeded, "job", None) is job
-        returned = self._succeeded.result if succeeded else None
-        self._succeeded.job = self._succeeded.result = None
-        if job._key_holder is not None and job._key_holder == job.job_id:
+        runtime = job._runtime
+        if runtime is not None and runtime.key_holder == job.job_id:
             # Not run: another delivery of this job id holds or completed its
             # key, and the record is that delivery's.
             return
         status = STATUS_OF_OUTCOME.get(str(outcome), r.RETRYING)
         now = _now()
-        result = error = None
-        if status == r.SUCCEEDED and succeeded:
-            result, error = _result_text(returned)
+        kept = error = None
+        if status == r.SUCCEEDED:
+            kept, error = _result_text(result)
         if status not in (r.SUCCEEDED, r.DUPLICATE, r.DEFERRED):
             error = _error_text(exception, str(outcome))
         self._submit(
@@ -108,22 +117,12 @@ class RecordingHooks(Hooks):
             if status == r.DEFERRED
             else now - dt.timedelta(milliseconds=duration_ms),
             finished_at=now if status in FINAL else None,
-            result=result,
+            result=kept,
             error=error,
         )
 
     def worker_stopped(self, reason: str) -> None:
         self.writer.flush(timeout=5.0)
-
-    def _progress(self, job: Job, fraction: float, message: str | None) -> None:
-        self._submit(
-            job,
-            r.PROGRESS,
-            _attempts(job),
-            _now(),
-            progress=fraction,
-            progress_message=message,
-        )
 
     def _submit(
         self, job: Job, status: str, attempts: int, at: dt.datetime, **fields: t.Any
@@ -158,9 +157,14 @@ def with_records(
     """
     if store is None or not enabled:
         return hooks
+
+    def failed(queue: str | None, error: BaseException) -> None:
+        report_error(hooks, queue, error, "store")
+
     writer = RecordWriter(
         lambda: store.job_records(retention_seconds=retention_seconds),
         synchronous=synchronous,
+        on_error=failed,
     )
     return MultiHooks([hooks, RecordingHooks(writer)])
 

@@ -6,6 +6,8 @@ A slow or dead store therefore never slows a job: when the queue is full, new
 writes are dropped and counted, as failed writes are. A write the store refuses
 because the job id's record belongs to another job type (a message reusing
 another job's id) is logged once per job id and type, and counted.
+writes are dropped and counted, as failed writes are. Each failure is handed
+to ``on_error`` too (the app's hooks: ``worker_error``, kind ``"store"``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ class RecordWriter:
     :param records: makes the store's records (called once, in the thread).
     :param synchronous: write each event in the caller's thread instead (eager
         mode, so a test sees the record as soon as ``enqueue`` returns).
+    :param on_error: called with the queue of the failed writes (None when
+        they span several) and the error, on the writer's thread; it must not
+        raise.
+
+    Shared by every thread of the process: :meth:`submit` and :meth:`flush`
+    take no lock of the caller's; the queue and the thread are this object's,
+    restarted in a forked child.
     """
 
     def __init__(
@@ -55,8 +64,10 @@ class RecordWriter:
         *,
         synchronous: bool = False,
         max_pending: int = MAX_PENDING,
+        on_error: cabc.Callable[[str | None, BaseException], None] | None = None,
     ) -> None:
         self._make_records = records
+        self._on_error = on_error
         self._records: JobRecords | None = None
         self._synchronous = synchronous
         self._max_pending = max_pending
@@ -136,6 +147,8 @@ class RecordWriter:
                 error_type=type(exc).__name__,
                 error=loggable_text(str(exc)),
             )
+            queues = {event.queue for event in batch}
+            self._report(queues.pop() if len(queues) == 1 else None, exc)
             return
         for each in refused or ():
             self._refused(each)
@@ -166,9 +179,12 @@ class RecordWriter:
                 return
             dropped, self._dropped = self._dropped, 0
             self._dropped_logged_at = now
+        error = f"more than {self._max_pending} record writes waiting; dropped"
         log.warning(
-            "job_record_failed",
-            writes=dropped,
-            error_type="QueueFull",
-            error=f"more than {self._max_pending} record writes waiting; dropped",
+            "job_record_failed", writes=dropped, error_type="QueueFull", error=error
         )
+        self._report(None, queue.Full(error))
+
+    def _report(self, queue_name: str | None, error: BaseException) -> None:
+        if self._on_error is not None:
+            self._on_error(queue_name, error)

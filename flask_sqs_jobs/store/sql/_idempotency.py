@@ -28,7 +28,7 @@ from ._tables import idempotency
 
 _IN_PROGRESS = "in_progress"
 _COMPLETED = "completed"
-#: A claim that finds the row gone or free again (a release or an expiry in
+#: A claim that finds the row gone or free again (relinquished or expired in
 #: between) tries again, at most this many times.
 _CLAIM_ATTEMPTS = 5
 
@@ -127,9 +127,9 @@ class SQLIdempotencyKeys:
                 " ended and another job claimed it); not marked completed"
             )
 
-    def release(self, key: str, token: str) -> None:
+    def relinquish(self, key: str, token: str) -> None:
         with self._engine().begin() as connection:
-            connection.execute(_RELEASE, {"p_key": key, "p_token": token})
+            connection.execute(_RELINQUISH, {"p_key": key, "p_token": token})
 
     def forget_expired(self, limit: int = 1000) -> int:
         """Delete up to ``limit`` completed keys whose time is up; return how many."""
@@ -185,7 +185,7 @@ _COMPLETE = (
         completed_at=_NOW,
     )
 )
-_RELEASE = sa.delete(idempotency).where(*_HELD)
+_RELINQUISH = sa.delete(idempotency).where(*_HELD)
 del c
 
 

@@ -81,7 +81,7 @@ idempotency = sa.Table(
     #: payload is a conflict.
     sa.Column("payload_hash", sa.String(64), nullable=False),
     sa.Column("job_id", sa.String(128), nullable=False),
-    #: Who holds the in-progress lease; only its holder completes or releases it.
+    #: Who holds the in-progress lease; only its holder completes or relinquishes it.
     sa.Column("token", sa.String(64), nullable=False),
     sa.Column("lease_expires_at", UTCDateTime(), nullable=True),
     #: When a completed key is forgotten (idempotency_ttl_seconds after completion).

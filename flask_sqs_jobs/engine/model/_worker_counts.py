@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections
 import threading
 
-from ..model import Outcome
+from ._outcome import Outcome
 
 #: Why a message was counted as malformed (the ``reason`` label of
 #: ``sqs_jobs_malformed_total``). Each but ``bad_job_id`` means the message
