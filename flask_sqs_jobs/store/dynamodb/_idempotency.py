@@ -33,9 +33,9 @@ from ...engine.sqs import MAX_JSON_DEPTH
 from ...engine.sqs import read_result
 from ...engine.sqs import result_json
 from ...engine.sqs import ResultNotKept
-from ._store import PARTITION_KEY
-from ._store import SORT_KEY
-from ._store import TTL_ATTRIBUTE
+from ._schema import PARTITION_KEY
+from ._schema import SORT_KEY
+from ._schema import TTL_ATTRIBUTE
 
 #: The longest key accepted (that of the SQL store's column too).
 MAX_KEY_LENGTH = 255

@@ -22,9 +22,9 @@ from botocore.exceptions import ClientError
 from ...engine.sqs import aws_error_code
 from ...engine.sqs import read_result
 from .. import model as r
-from ._store import PARTITION_KEY
-from ._store import SORT_KEY
-from ._store import TTL_ATTRIBUTE
+from ._schema import PARTITION_KEY
+from ._schema import SORT_KEY
+from ._schema import TTL_ATTRIBUTE
 
 _TIME_FIELDS = ("enqueued_at", "started_at", "finished_at", "updated_at")
 

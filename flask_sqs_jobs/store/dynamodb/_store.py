@@ -9,18 +9,14 @@ from botocore.exceptions import ClientError
 
 from ...engine.sqs import aws_error_code
 from ..model import JobStore
+from ._schema import PARTITION_KEY
+from ._schema import SORT_KEY
+from ._schema import TTL_ATTRIBUTE
 
 if t.TYPE_CHECKING:
     from ..model import JobRecords
     from ..model import WorkerRegistry
     from ._idempotency import DynamoDBIdempotencyKeys
-
-#: The table's key attributes: ``pk`` (what the item is about, e.g.
-#: ``idem#<key>``) and ``sk`` (which part of it).
-PARTITION_KEY = "pk"
-SORT_KEY = "sk"
-#: Items carrying this attribute (epoch seconds) are deleted by DynamoDB's TTL.
-TTL_ATTRIBUTE = "expires_at_epoch"
 
 
 class DynamoDBStore(JobStore):

@@ -18,9 +18,9 @@ from .. import model as r
 from ._records import epoch_value
 from ._records import n_value
 from ._records import s_value
-from ._store import PARTITION_KEY
-from ._store import SORT_KEY
-from ._store import TTL_ATTRIBUTE
+from ._schema import PARTITION_KEY
+from ._schema import SORT_KEY
+from ._schema import TTL_ATTRIBUTE
 
 #: How long a worker's row outlives its last refresh before TTL deletes it.
 WORKER_TTL_SECONDS = 86400
