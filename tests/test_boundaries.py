@@ -22,9 +22,6 @@ KNOWN: frozenset[tuple[str, str]] = frozenset(
     {
         ("flask_sqs_jobs.config._parts", "flask_sqs_jobs.engine._eager"),
         ("flask_sqs_jobs.contrib.sqlalchemy", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.dashboard._blueprint", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.dashboard._serve", "flask_sqs_jobs._extension"),
-        ("flask_sqs_jobs.dashboard._store_views", "flask_sqs_jobs._extension"),
     }
 )
 

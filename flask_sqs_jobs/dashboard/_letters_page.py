@@ -19,7 +19,7 @@ from ..engine.ops import dead_letter_queue
 from ..engine.ops import describe_dead_letter
 from ..engine.ops import other_source
 from ..engine.ops import peek
-from ._blueprint import Dashboard
+from ._pages import Dashboard
 from ._security import csrf_token
 
 if t.TYPE_CHECKING:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hmac
 import secrets
 import socket
-import typing as t
 import urllib.parse
 
 import click
@@ -36,12 +35,10 @@ from ..commands import ConfigurationError
 from ..commands import current_app_and_parts
 from ..commands import option
 from ._blueprint import make_dashboard
+from ._pages import HasParts
 from ._request_checks import is_loopback as is_loopback
 from ._request_checks import loopback_host_problem
 from ._security import SECURITY_HEADERS
-
-if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
 
 #: The query parameter that carries the token in the printed URL.
 TOKEN_PARAMETER = "token"
@@ -50,7 +47,7 @@ _COOKIE_PREFIX = "sqs_jobs_dashboard_token"
 TOKEN_EXTENSION = "sqs_jobs_dashboard_token"
 
 
-def standalone_app(jobs: SQSJobs, app: Flask, *, token: str | None = None) -> Flask:
+def standalone_app(jobs: HasParts, app: Flask, *, token: str | None = None) -> Flask:
     """A small app serving only the dashboard of ``app``, at ``/``, without authorize.
 
     Every request must name a loopback ``Host`` with the port it was received
@@ -175,7 +172,7 @@ def dashboard_command(port: int, host: str) -> None:
     bind = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     shown_host = f"[{bind}]" if ":" in bind else bind
     app, _ = current_app_and_parts()
-    jobs: SQSJobs = app.extensions["sqs_jobs"]
+    jobs: HasParts = app.extensions["sqs_jobs"]
     server_app = standalone_app(jobs, app)
     token = server_app.extensions[TOKEN_EXTENSION]
     try:

@@ -2,7 +2,7 @@
 
 - recent and failed jobs: ``store.job_records().recent(limit, status=...)``
   (failed: ``failed`` and ``dead_lettered``), newest update first;
-- one job: ``jobs.get_job(job_id)``;
+- one job: ``get_job(store, hooks, job_id)`` (this process's pending writes first);
 - workers: ``store.worker_registry().list()``, each ``live`` or ``lost`` by
   the threshold of ``flask sqs-jobs workers``;
 - the charts: ``store.job_records().finished_per_minute(an hour ago)``, one
@@ -19,21 +19,18 @@ import datetime as dt
 import json
 import typing as t
 
-from flask import Flask
-
+from ..config import AppParts
 from ..engine.model import shown
 from ..store.model import DEAD_LETTERED
 from ..store.model import FAILED
 from ..store.model import JobRecord
 from ..store.model import JobRecords
+from ..store.model import JobStore
 from ..store.model import minute_of
 from ..store.model import WorkerRecord
 from ..store.model import WorkerRegistry
+from ..store.records import get_job
 from ..store.records import STALE_AFTER_SECONDS
-
-if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
-    from ..store.model import JobStore
 
 NEEDS_STORE = "needs a job store (SQS_JOBS_STORE_URL)"
 NOT_AVAILABLE = "not available: this job store keeps no {part}"
@@ -51,46 +48,44 @@ class Unavailable(Exception):
     """A store-backed page cannot be shown; the text says why."""
 
 
-def _store(jobs: SQSJobs, app: Flask) -> JobStore:
-    if not jobs.has_store(app):
+def _store(parts: AppParts) -> JobStore:
+    if parts.store is None:
         raise Unavailable(NEEDS_STORE)
-    return jobs.store(app)
+    return parts.store
 
 
-def _records(jobs: SQSJobs, app: Flask) -> JobRecords:
+def _records(parts: AppParts) -> JobRecords:
     # The retention bounds how far back DynamoDB's listing looks.
-    retention = jobs.config(app).record_retention_seconds
+    retention = parts.config.record_retention_seconds
     try:
-        return _store(jobs, app).job_records(retention_seconds=retention)
+        return _store(parts).job_records(retention_seconds=retention)
     except NotImplementedError:
         raise Unavailable(NOT_AVAILABLE.format(part="job records")) from None
 
 
-def _registry(jobs: SQSJobs, app: Flask) -> WorkerRegistry:
+def _registry(parts: AppParts) -> WorkerRegistry:
     try:
-        return _store(jobs, app).worker_registry()
+        return _store(parts).worker_registry()
     except NotImplementedError:
         raise Unavailable(NOT_AVAILABLE.format(part="worker registry")) from None
 
 
 def recent_jobs(
-    jobs: SQSJobs, app: Flask, limit: int, *, failed: bool = False
+    parts: AppParts, limit: int, *, failed: bool = False
 ) -> list[dict[str, t.Any]]:
     """The ``limit`` most recently updated records (``failed``: only failed ones)."""
-    found = _records(jobs, app).recent(
-        limit, status=FAILED_STATUSES if failed else None
-    )
+    found = _records(parts).recent(limit, status=FAILED_STATUSES if failed else None)
     return [as_fields(record, RECORD_FIELDS) for record in found]
 
 
-def one_job(jobs: SQSJobs, app: Flask, job_id: str) -> dict[str, t.Any] | None:
+def one_job(parts: AppParts, job_id: str) -> dict[str, t.Any] | None:
     """One job's record, or None when the store has none for ``job_id``."""
-    _records(jobs, app)
-    record = jobs.get_job(job_id, app=app)
+    _records(parts)
+    record = get_job(_store(parts), parts.hooks, job_id)
     return None if record is None else as_fields(record, RECORD_FIELDS)
 
 
-def workers(jobs: SQSJobs, app: Flask, now: dt.datetime) -> list[dict[str, t.Any]]:
+def workers(parts: AppParts, now: dt.datetime) -> list[dict[str, t.Any]]:
     """Every registered worker, oldest first, with ``state`` ``live`` or ``lost``
     (not seen for ``STALE_AFTER_SECONDS``, as ``flask sqs-jobs workers`` says)."""
     return [
@@ -98,7 +93,7 @@ def workers(jobs: SQSJobs, app: Flask, now: dt.datetime) -> list[dict[str, t.Any
             **as_fields(worker, WORKER_FIELDS),
             "state": "lost" if worker.is_lost(now, STALE_AFTER_SECONDS) else "live",
         }
-        for worker in _registry(jobs, app).list()
+        for worker in _registry(parts).list()
     ]
 
 
@@ -121,7 +116,7 @@ class Throughput:
 
 
 def throughput(
-    jobs: SQSJobs, app: Flask, queues: cabc.Iterable[str], now: dt.datetime
+    parts: AppParts, queues: cabc.Iterable[str], now: dt.datetime
 ) -> Throughput:
     """The records finished in each of the last 60 minutes (the current one last):
     failed and dead-lettered ones as failed, the others as succeeded."""
@@ -129,7 +124,7 @@ def throughput(
     start = minute_of(now) - dt.timedelta(minutes=minutes - 1)
     succeeded = {name: [0] * minutes for name in queues}
     failed = {name: [0] * minutes for name in succeeded}
-    for group in _records(jobs, app).finished_per_minute(start):
+    for group in _records(parts).finished_per_minute(start):
         index = int((group.minute - start).total_seconds() // 60)
         if group.queue in succeeded and 0 <= index < minutes:
             target = failed if group.status in FAILED_STATUSES else succeeded

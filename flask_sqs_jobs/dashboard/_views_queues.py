@@ -16,8 +16,6 @@ from ..config import AWSSetupError
 from ..engine.model import QueueNotFoundError
 from ..engine.ops import counts
 from ..engine.ops import dead_letter_queue
-from ._blueprint import Dashboard
-from ._blueprint import respond
 from ._charts import chart
 from ._dead_letters import ActionResult
 from ._dead_letters import delete_all
@@ -25,6 +23,8 @@ from ._dead_letters import delete_selected
 from ._dead_letters import redrive_all
 from ._dead_letters import redrive_selected
 from ._letters_page import dead_letters_data
+from ._pages import Dashboard
+from ._pages import respond
 from ._request_checks import peek_refusal
 from ._security import check_csrf
 from ._security import CsrfError
@@ -106,10 +106,10 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
 def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any]:
     """Counts per queue and its DLQ, and the last hour's charts with a store
     (unless ``charts`` is False: the live refresh needs only the counts)."""
-    app, jobs = dashboard.app(), dashboard.jobs
-    names = list(jobs.config(app).queues)
+    parts = dashboard.parts()
+    names = list(parts.config.queues)
     rows = []
-    eager = jobs.config(app).eager
+    eager = parts.config.eager
     for name in names:
         entry: dict[str, t.Any] = {"queue": name, "error": None, "dead_letter": None}
         if eager:
@@ -117,7 +117,7 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
             rows.append(entry)
             continue
         try:
-            queue = jobs.queues(app).queue(name)
+            queue = parts.queue_group().queue(name)
             entry.update(counts(queue).as_dict())
             dlq = dead_letter_queue(queue)
             if dlq is not None:
@@ -127,7 +127,7 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
         rows.append(entry)
     data: dict[str, t.Any] = {
         "queues": rows,
-        "store": jobs.has_store(app),
+        "store": parts.store is not None,
         "throughput": None,
         "throughput_note": None,
         "generated_at": dt.datetime.now(dt.UTC),
@@ -135,7 +135,7 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
     if not charts:
         return data
     try:
-        found = throughput(jobs, app, names, data["generated_at"])
+        found = throughput(parts, names, data["generated_at"])
     except Unavailable as exc:
         data["throughput_note"] = str(exc)
     else:
@@ -148,12 +148,11 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
 
 def _configured(dashboard: Dashboard, name: str) -> SqsQueue:
     """The configured queue ``name``; a 404 for any other name."""
-    app = dashboard.app()
-    if name not in dashboard.jobs.config(app).queues:
+    if name not in dashboard.parts().config.queues:
         abort(404, description="No such queue in SQS_JOBS_QUEUES.")
-    if dashboard.jobs.config(app).eager:
+    if dashboard.parts().config.eager:
         abort(404, description=f"No dead letters: {EAGER_NOTE}.")
-    return dashboard.jobs.queues(app).queue(name)
+    return dashboard.parts().queue_group().queue(name)
 
 
 def _check_action(action: str, scope: str, message_ids: list[str]) -> str | None:

@@ -10,8 +10,8 @@ from flask import abort
 from flask import Blueprint
 from flask import request
 
-from ._blueprint import Dashboard
-from ._blueprint import respond
+from ._pages import Dashboard
+from ._pages import respond
 from ._store_views import one_job
 from ._store_views import recent_jobs
 from ._store_views import Unavailable
@@ -42,9 +42,7 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         try:
             data["jobs"] = [
                 _hide_result(record, dashboard)
-                for record in recent_jobs(
-                    dashboard.jobs, dashboard.app(), limit, failed=failed
-                )
+                for record in recent_jobs(dashboard.parts(), limit, failed=failed)
             ]
         except Unavailable as exc:
             data["note"] = str(exc)
@@ -54,7 +52,7 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
     def job_page(job_id: str) -> t.Any:
         data: dict[str, t.Any] = {"job_id": job_id, "job": None, "note": None}
         try:
-            record = one_job(dashboard.jobs, dashboard.app(), job_id)
+            record = one_job(dashboard.parts(), job_id)
         except Unavailable as exc:
             data["note"] = str(exc)
             return respond("job.html", data)
@@ -68,7 +66,7 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         now = dt.datetime.now(dt.UTC)
         data: dict[str, t.Any] = {"workers": [], "note": None}
         try:
-            data["workers"] = workers(dashboard.jobs, dashboard.app(), now)
+            data["workers"] = workers(dashboard.parts(), now)
         except Unavailable as exc:
             data["note"] = str(exc)
         return respond("workers.html", data)
@@ -80,11 +78,11 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
 
 def schedules_data(dashboard: Dashboard) -> dict[str, t.Any]:
     """Each periodic job with its next runs, and its last fire when the store knows."""
-    app, jobs = dashboard.app(), dashboard.jobs
+    parts = dashboard.parts()
     now = dt.datetime.now(dt.UTC)
     last_fired = _last_fired_reader(dashboard)
     return {
-        "runs": jobs.config(app).scheduler,
+        "runs": parts.config.scheduler,
         "schedules": [
             {
                 "name": schedule.name,
@@ -96,19 +94,21 @@ def schedules_data(dashboard: Dashboard) -> dict[str, t.Any]:
                 "next": schedule.next_times(NEXT_RUNS, now),
                 "last_fired": last_fired(schedule),
             }
-            for schedule in jobs.schedules.values()
+            for schedule in parts.schedules.values()
         ],
     }
 
 
 def _last_fired_reader(dashboard: Dashboard) -> t.Callable[[t.Any], t.Any]:
-    app, jobs = dashboard.app(), dashboard.jobs
-    if not jobs.schedules or not jobs.has_store(app):
+    app, parts = dashboard.app(), dashboard.parts()
+    if not parts.schedules or parts.store is None:
         return lambda schedule: None
     from ..periodic import claims_for
 
     try:
-        claims = claims_for(app, jobs.schedules, jobs.queues(app), jobs.store(app))
+        claims = claims_for(
+            app, parts.schedules, parts.queue_group(), parts.require_store()
+        )
     except Exception:
         log.warning("dashboard_last_fired_unavailable", exc_info=True)
         return lambda schedule: None
