@@ -26,12 +26,12 @@ from ._sqs_client import make_sqs_client
 from ._store_setup import make_store
 from ._tasks import TaskRegistry
 from .engine import QueueGroup
-from .engine._eager import eager_queue
-from .engine._eager import EagerQueueGroup
 from .engine.model import HandlerFunc
 from .engine.model import Hooks
 from .engine.model import JobHandler
 from .engine.model import JobMiddleware
+from .engine.producing import eager_queues
+from .engine.producing import EagerSink
 from .engine.worker import JobWorker
 from .store.model import JobStore
 from .store.records import with_records
@@ -250,16 +250,16 @@ class SQSJobs(Registering, Producing, TaskRegistry):
     def _build_group(self, state: _State, client: SQSClient | None) -> QueueGroup:
         config = state.config
         if client is None:
-            definitions = {
-                name: {"queue": eager_queue(d), "weight": d.weight}
-                for name, d in config.definitions.items()
-            }
-            return EagerQueueGroup(
-                definitions,
+            sink = EagerSink(
                 self.handlers,
                 middleware=self.middleware,
                 hooks=state.hooks,
                 **eager_store_options(state.store, self.handlers),
+            )
+            return QueueGroup(
+                eager_queues(config.definitions, sink),
+                middleware=self.middleware,
+                hooks=state.hooks,
             )
         return QueueGroup.build(
             boto_client=client,

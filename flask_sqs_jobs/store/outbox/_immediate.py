@@ -27,7 +27,7 @@ from ._send import describe_error
 from ._send import send_claimed
 from ._send import send_rows
 from ._send import SendReport
-from ._send import settle
+from ._send import write_back
 
 if t.TYPE_CHECKING:
     from ...engine import QueueGroup
@@ -158,7 +158,7 @@ class ImmediateSender:
                 connection.rollback()
             report = send_rows(self.group, rows, "immediate")
             _outbox_rows.begin_locked(connection)
-            settle(connection, rows, report, "immediate")
+            write_back(connection, rows, report, "immediate")
             connection.commit()
             return report
 

@@ -56,7 +56,7 @@ class OutboxRelay:
         self._thread: threading.Thread | None = None
 
     def run_pass(self, *, include_fresh: bool = False) -> int:
-        """Claim, send and settle one batch of rows; return how many were handled.
+        """Claim, send and write back one batch of rows; return how many were handled.
 
         :param include_fresh: also rows committed moments ago, which the
             immediate send is probably sending (``relay --once``).

@@ -15,8 +15,6 @@ import typing as t
 
 import sqlalchemy as sa
 
-from ...engine.model import Job
-from ...engine.sqs import decode_attributes
 from ..sql import outbox_table
 
 outbox = outbox_table
@@ -60,23 +58,6 @@ class OutboxRow:
             message_deduplication_id=values["message_deduplication_id"],
             delay_seconds=values["delay_seconds"],
             attempts=0,
-        )
-
-    def job(self, queue_name: str) -> Job:
-        """The job as the producer built it, for the ``job_enqueued`` hooks."""
-        try:
-            body = json.loads(self.body)
-        except ValueError:
-            body = {}
-        payload = body.get("payload") if isinstance(body, dict) else None
-        correlation_fields, trace_headers = decode_attributes(self.message_attributes)
-        return Job(
-            job_type=self.job_type,
-            payload=payload if isinstance(payload, dict) else {},
-            queue=queue_name,
-            correlation_fields=correlation_fields,
-            trace_headers=trace_headers,
-            job_id=self.job_id,
         )
 
     def send_params(self, fifo: bool) -> dict[str, t.Any]:
