@@ -103,6 +103,7 @@ def send_through_chains(
 
 
 def _not_started(results: list[Sent], total: int, error: _NotStarted) -> t.NoReturn:
+    """Fail every job not sent yet with ``error``; raise the batch's error."""
     failed = (type(error.__cause__).__name__, str(error))
     results.extend([failed] * (total - len(results)))
     enqueued = [(i, r) for i, r in enumerate(results) if isinstance(r, str)]
@@ -122,7 +123,10 @@ def _send_chunk(
     pending = [_PendingSend() for _ in chunk]
 
     def run(waiting: _PendingSend, prepared: PreparedJob) -> None:
+        """One job's chain, on a thread of the pool."""
+
         def send(job: Job) -> str:
+            """The chain's innermost step: stage, wait for the request, report."""
             message = stage(prepared, job, prepared.queue, rechecked=True)
             with ready:
                 waiting.message = message
@@ -178,6 +182,11 @@ def _send_chunk(
 
 
 def _chain_result(waiting: _PendingSend) -> Sent:
+    """What one job of the chunk came to, once its chain has returned.
+
+    SQS's answer wins over the chain's (a middleware that raised after the
+    send is logged); a chain that returned without sending gave its own.
+    """
     result, outcome = waiting.result, waiting.outcome
     if isinstance(result, str | tuple):
         # Sent or refused by SQS, whatever a middleware did afterwards.

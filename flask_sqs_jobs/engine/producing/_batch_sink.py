@@ -40,6 +40,7 @@ class SqsBatchSink(BatchSink):
         self.queue = queue
 
     def send_batch(self, messages: t.Sequence[StagedMessage]) -> list[EntryResult]:
+        """Offload what must be, then send requests in order; one result per message."""
         queue = self.queue
         staged, keys, refused = offload_entries(queue, [m.params for m in messages])
         results: list[EntryResult] = []

@@ -173,6 +173,7 @@ def check_options(
 
 
 def _check_id(name: str, value: object) -> str | None:
+    """A MessageGroupId or MessageDeduplicationId: None, or 1-128 characters."""
     if value is None:
         return None
     if not isinstance(value, str):

@@ -89,6 +89,7 @@ class EagerSink(Sink):
         return prepared
 
     def send(self, message: StagedMessage) -> str:
+        """A random MessageId (the UUID form SQS uses); the job runs in :meth:`sent`."""
         # Middleware may have changed the job type: check it again.
         self._check_handler(message.job.job_type)
         return str(uuid.uuid4())
@@ -120,6 +121,7 @@ class EagerSink(Sink):
             raise exception
 
     def _process(self, delivery: Delivery) -> BaseException | None:
+        """Both phases of the job, as a slot thread runs them; the handler's error."""
         ran = self._runner.run(delivery)
         try:
             self._settler.settle(ran)

@@ -91,6 +91,8 @@ def _into_sink(
 def _produce_batch(
     group: NamedQueues, jobs: cabc.Sequence[PreparedJob], sink: BatchSink
 ) -> list[str]:
+    """A batch into ``sink``: staged up front without produce middleware, or
+    through each job's chain with it (:mod:`._batch_chains`)."""
     if not jobs:
         return []
     results: list[Sent]

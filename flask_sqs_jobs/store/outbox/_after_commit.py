@@ -90,7 +90,12 @@ _Entry: t.TypeAlias = tuple[AfterCommit[t.Any], t.Any]
 
 
 class _Held:
-    """What one session holds, by transaction; only its own listeners touch it."""
+    """What one session holds, by transaction; only its own listeners touch it.
+
+    Lives in ``session.info`` for the session's life, so it needs no lock:
+    a session belongs to one thread at a time, and SQLAlchemy calls the
+    listeners in that thread.
+    """
 
     def __init__(self) -> None:
         self.items: dict[sa.orm.SessionTransaction, list[_Entry]] = {}
@@ -99,6 +104,11 @@ class _Held:
 
 
 def _held(session: sa.orm.Session) -> _Held:
+    """The session's :class:`_Held`, made (and its listeners added) on first use.
+
+    One pair of listeners per session serves every holder, so the order in
+    which things were held is kept across holders too.
+    """
     held = session.info.get(_STATE)
     if held is None:
         held = session.info[_STATE] = _Held()
@@ -108,6 +118,7 @@ def _held(session: sa.orm.Session) -> _Held:
 
 
 def _on_commit(session: sa.orm.Session) -> None:
+    """Note which transaction committed; its end decides what that means."""
     # Fired for the transaction committing now, which is the innermost one:
     # a savepoint being released, or the outermost transaction.
     held: _Held = session.info[_STATE]
@@ -115,6 +126,11 @@ def _on_commit(session: sa.orm.Session) -> None:
 
 
 def _on_end(session: sa.orm.Session, transaction: sa.orm.SessionTransaction) -> None:
+    """A transaction ended (committed, rolled back or closed): apply the rules.
+
+    A transaction's savepoints always end before it does, so by now what
+    they held has either passed to it (released) or gone (rolled back).
+    """
     held: _Held = session.info[_STATE]
     committed = held.committed is transaction
     if committed:
@@ -149,6 +165,7 @@ def _enclosing(transaction: sa.orm.SessionTransaction) -> sa.orm.SessionTransact
 def _by_holder(
     entries: list[_Entry],
 ) -> dict[AfterCommit[t.Any], list[t.Any]]:
+    """Each holder's items, in the order they were held."""
     grouped: dict[AfterCommit[t.Any], list[t.Any]] = {}
     for holder, item in entries:
         grouped.setdefault(holder, []).append(item)
@@ -168,6 +185,7 @@ def _hand_on(entries: list[_Entry]) -> None:
 
 
 def _drop(entries: list[_Entry]) -> None:
+    """Tell each holder (that wants to know) what a transaction took with it."""
     for holder, items in _by_holder(entries).items():
         if holder.dropped is not None:
             holder.dropped(items)

@@ -46,7 +46,11 @@ _PARALLEL_REQUESTS = 4
 
 @dataclasses.dataclass
 class SendReport:
-    """What one pass sent and what failed (row id -> (attempts so far, error))."""
+    """What one pass sent and what failed (row id -> (attempts so far, error)).
+
+    Filled by :func:`send_rows` in the sending thread, then written back by
+    :func:`write_back` in the same transaction that claimed the rows.
+    """
 
     sent: list[int] = dataclasses.field(default_factory=list)
     #: row id -> the MessageId SQS gave it.
@@ -55,6 +59,7 @@ class SendReport:
 
     @property
     def handled(self) -> int:
+        """Rows sent or failed (a FIFO row held back by its group is neither)."""
         return len(self.sent) + len(self.failed)
 
 
@@ -123,6 +128,7 @@ class RowBatches(BatchSink):
         self._sink = SqsBatchSink(queue)
 
     def send_batch(self, messages: t.Sequence[StagedMessage]) -> list[EntryResult]:
+        """Send one queue's messages in chunks of ten; one result per message."""
         chunks = [
             list(messages[i : i + MAX_BATCH_ENTRIES])
             for i in range(0, len(messages), MAX_BATCH_ENTRIES)
@@ -134,6 +140,7 @@ class RowBatches(BatchSink):
         return [result for sent in _pool().map(self._send, chunks) for result in sent]
 
     def _in_order(self, chunks: list[list[StagedMessage]]) -> list[EntryResult]:
+        """One request after the other; a failed group sends nothing more."""
         results: list[EntryResult] = []
         failed_groups: set[str | None] = set()
         for chunk in chunks:
@@ -147,6 +154,7 @@ class RowBatches(BatchSink):
         return results
 
     def _send(self, messages: list[StagedMessage]) -> list[EntryResult]:
+        """One chunk through the engine's batch sink; an error fails each row."""
         try:
             return self._sink.send_batch(messages)
         except Exception as exc:
@@ -154,6 +162,7 @@ class RowBatches(BatchSink):
 
 
 def _group_of(message: StagedMessage) -> str | None:
+    """The message's FIFO group (None on a standard queue)."""
     return message.params.get("MessageGroupId")
 
 
@@ -178,6 +187,7 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
 def _record(
     rows: list[OutboxRow], results: list[EntryResult], report: SendReport
 ) -> None:
+    """Note each row's result in ``report``; rows not tried are left out."""
     for row, result in zip(rows, results, strict=True):
         if isinstance(result, str):
             report.sent.append(row.id)
@@ -196,6 +206,7 @@ def describe_error(exc: BaseException) -> str:
 def _log_failures(
     rows: list[OutboxRow], failed: dict[int, tuple[int, str]], via: str
 ) -> None:
+    """One ``outbox_send_failed`` line for a pass: count, job ids, errors, back-off."""
     failing = [r for r in rows if r.id in failed]
     errors = sorted({failed[r.id][1] for r in failing})
     log.warning(

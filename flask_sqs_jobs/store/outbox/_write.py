@@ -53,6 +53,12 @@ _Written: t.TypeAlias = tuple[sa.Engine, QueueGroup, list[_outbox_rows.OutboxRow
 
 
 def _submit(written: list[_Written]) -> None:
+    """Hand a commit's rows to this process's sender for their engine and group.
+
+    Runs inside the app's ``commit()``, after the database committed; it
+    only queues the rows (the sending happens on the sender's thread), so
+    the commit returns without waiting for SQS.
+    """
     for engine, group, rows in written:
         sender_for(engine, group).submit(rows)
 
@@ -129,6 +135,7 @@ class RowSink(Sink):
         self._rows: list[dict[str, t.Any]] = []
 
     def send(self, message: StagedMessage) -> str:
+        """Keep ``message`` as the columns of a new row; return its job id."""
         job = message.job
         job_id = t.cast(str, job.job_id)  # staging checked it
         self._rows.append(
@@ -139,6 +146,11 @@ class RowSink(Sink):
         return job_id
 
     def finish(self) -> None:
+        """Insert the call's rows (one INSERT) and hold them until the commit.
+
+        The send after commit goes through the store's engine when
+        :func:`send_through` named one, else the session's own.
+        """
         rows, session = self._rows, self._session
         if not rows:
             return
