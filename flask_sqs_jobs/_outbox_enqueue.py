@@ -31,6 +31,7 @@ def _run_all(calls: list[cabc.Callable[[], object]]) -> None:
 run_eager_after_commit: AfterCommit[cabc.Callable[[], object]] = AfterCommit(
     "eager outbox", _run_all
 )
+
 #: Engines already checked to be on the store's database.
 _checked: weakref.WeakKeyDictionary[sa.Engine, sa.Engine] = weakref.WeakKeyDictionary()
 

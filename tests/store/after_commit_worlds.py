@@ -46,7 +46,7 @@ def holder_module(user: str) -> tuple[t.Any, str]:
     return importlib.import_module(module), attribute
 
 
-def _serializable_sqlite(engine: sa.Engine) -> None:
+def serializable_sqlite(engine: sa.Engine) -> None:
     """SQLAlchemy's recipe for SAVEPOINT on pysqlite: BEGIN issued by SQLAlchemy."""
 
     @sa.event.listens_for(engine, "connect")
@@ -87,7 +87,7 @@ class World:
 
             self._db = SQLAlchemy(app)
             if url.startswith("sqlite"):
-                _serializable_sqlite(self._db.engine)
+                serializable_sqlite(self._db.engine)
             store = SQLAlchemyStore(self._db)
             self.session: t.Any = self._db.session
         else:

@@ -54,7 +54,6 @@ class EagerSink(Sink):
         handlers run as plain ones.
     """
 
-    enqueues = True
     log_fields: t.ClassVar[t.Mapping[str, object]] = {"eager": True}
 
     def __init__(

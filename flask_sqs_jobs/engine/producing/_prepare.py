@@ -55,10 +55,6 @@ class PreparedJob:
     #: Its position in an ``enqueue_many`` call (errors name it), or None.
     index: int | None = None
 
-    def named(self, error: TypeError | ValueError) -> TypeError | ValueError:
-        """``error`` naming this job's position (``jobs[3]: ...``) in a batch."""
-        return named_error(error, self.index)
-
 
 def named_error(
     error: TypeError | ValueError, index: int | None

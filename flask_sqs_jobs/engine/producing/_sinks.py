@@ -43,10 +43,10 @@ class Sink:
     for that call.
     """
 
-    #: True: a message is on its queue (or run) once :meth:`send` returns, so
-    #: the pipeline reports ``job_enqueued`` for it. False: the sink holds it
-    #: (the outbox), and whoever sends it later reports it, through
-    #: :func:`~._pipeline.deliver`.
+    #: True: a message is on its way once :meth:`send` returns (on its queue,
+    #: or about to run in :meth:`sent`), so the pipeline reports
+    #: ``job_enqueued`` for it. False: the sink holds it (the outbox), and
+    #: whoever sends it later reports it, through :func:`~._pipeline.deliver`.
     enqueues: t.ClassVar[bool] = True
     #: Fields the ``job_enqueued`` line carries besides the job's own.
     log_fields: t.ClassVar[t.Mapping[str, object]] = {}

@@ -112,8 +112,9 @@ def _held(session: sa.orm.Session) -> _Held:
     held = session.info.get(_STATE)
     if held is None:
         held = session.info[_STATE] = _Held()
-        sa.event.listen(session, "after_commit", _on_commit)
-        sa.event.listen(session, "after_transaction_end", _on_end)
+        if not sa.event.contains(session, "after_transaction_end", _on_end):
+            sa.event.listen(session, "after_commit", _on_commit)
+            sa.event.listen(session, "after_transaction_end", _on_end)
     return t.cast(_Held, held)
 
 
@@ -121,8 +122,9 @@ def _on_commit(session: sa.orm.Session) -> None:
     """Note which transaction committed; its end decides what that means."""
     # Fired for the transaction committing now, which is the innermost one:
     # a savepoint being released, or the outermost transaction.
-    held: _Held = session.info[_STATE]
-    held.committed = session.get_nested_transaction() or session.get_transaction()
+    held: _Held | None = session.info.get(_STATE)
+    if held is not None:
+        held.committed = session.get_nested_transaction() or session.get_transaction()
 
 
 def _on_end(session: sa.orm.Session, transaction: sa.orm.SessionTransaction) -> None:
@@ -131,7 +133,9 @@ def _on_end(session: sa.orm.Session, transaction: sa.orm.SessionTransaction) -> 
     A transaction's savepoints always end before it does, so by now what
     they held has either passed to it (released) or gone (rolled back).
     """
-    held: _Held = session.info[_STATE]
+    held: _Held | None = session.info.get(_STATE)
+    if held is None:
+        return  # the app cleared session.info: nothing is held any more
     committed = held.committed is transaction
     if committed:
         held.committed = None
