@@ -9,18 +9,29 @@ import typing as t
 import weakref
 
 import sqlalchemy as sa
-import sqlalchemy.event
 import sqlalchemy.orm
 from flask import Flask
 
 from .engine.model import JSONObject
 from .engine.producing import JobSpec
+from .engine.producing import read_job_specs
+from .store.outbox import AfterCommit
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
     from .store.sql import SQLAlchemyStore
 
-_EAGER_PENDING = "flask_sqs_jobs.outbox_eager_pending"
+
+def _run_all(calls: list[cabc.Callable[[], object]]) -> None:
+    for call in calls:
+        call()
+
+
+#: Eager mode has no outbox: its enqueues run when the outermost commit comes.
+run_eager_after_commit: AfterCommit[cabc.Callable[[], object]] = AfterCommit(
+    "eager outbox", _run_all
+)
+
 #: Engines already checked to be on the store's database.
 _checked: weakref.WeakKeyDictionary[sa.Engine, sa.Engine] = weakref.WeakKeyDictionary()
 
@@ -53,7 +64,7 @@ def enqueue_in_session(
 
         options["job_id"] = check_job_id(options.get("job_id"))
         call = functools.partial(jobs.enqueue, queue, job_type, payload, **options)
-        _after_commit(target, call)
+        run_eager_after_commit.hold(target, call)
         return t.cast(str, options["job_id"])
     store = outbox_store(jobs)
     _check_database(target, store)
@@ -63,7 +74,7 @@ def enqueue_in_session(
 
 
 def enqueue_many_in_session(
-    jobs: SQSJobs, session: t.Any, queue: str, specs: list[JobSpec]
+    jobs: SQSJobs, session: t.Any, queue: str, specs: cabc.Sequence[JobSpec]
 ) -> list[str]:
     """See :meth:`SQSJobs.enqueue_many` with ``session=``."""
     from .store.outbox import add_many_to_outbox
@@ -72,7 +83,8 @@ def enqueue_many_in_session(
     target = _session_of(session)
     if jobs.config().eager:
         dicts = _job_dicts(specs)
-        _after_commit(target, functools.partial(jobs.enqueue_many, queue, dicts))
+        call = functools.partial(jobs.enqueue_many, queue, dicts)
+        run_eager_after_commit.hold(target, call)
         return [d["job_id"] for d in dicts]
     store = outbox_store(jobs)
     _check_database(target, store)
@@ -116,44 +128,11 @@ def _where(url: sa.engine.URL) -> tuple[object, ...]:
     return (url.get_backend_name(), url.host, url.port, database)
 
 
-def _job_dicts(specs: list[JobSpec]) -> list[dict[str, t.Any]]:
+def _job_dicts(specs: cabc.Sequence[JobSpec]) -> list[dict[str, t.Any]]:
     """The specs as dicts with their job ids fixed (checked by enqueue_many later)."""
     from .engine.model import check_job_id
 
-    dicts: list[dict[str, t.Any]] = []
-    for spec in specs:
-        if isinstance(spec, tuple) and len(spec) == 2:
-            spec = {"job_type": spec[0], "payload": spec[1]}
-        if not isinstance(spec, cabc.Mapping):
-            raise TypeError(
-                "a job must be a (job_type, payload) pair or a dict with 'job_type',"
-                f" 'payload' and enqueue options; got {type(spec).__name__}"
-            )
-        dicts.append({**spec, "job_id": check_job_id(spec.get("job_id"))})
+    dicts = read_job_specs(specs)
+    for spec in dicts:
+        spec["job_id"] = check_job_id(spec.get("job_id"))
     return dicts
-
-
-def _after_commit(session: sa.orm.Session, call: cabc.Callable[[], object]) -> None:
-    """Eager mode has no outbox: run ``call`` once the session commits."""
-    if not session.in_transaction():
-        # Without a transaction a rollback would be a no-op with no event,
-        # and the job would run at the next, unrelated commit.
-        session.begin()
-    pending: list[cabc.Callable[[], object]]
-    pending = session.info.setdefault(_EAGER_PENDING, [])
-    pending.append(call)
-    if not sa.event.contains(session, "after_commit", _run_eager):
-        sa.event.listen(session, "after_commit", _run_eager)
-        sa.event.listen(session, "after_transaction_end", _drop_eager)
-
-
-def _run_eager(session: sa.orm.Session) -> None:
-    for call in session.info.pop(_EAGER_PENDING, []):
-        call()
-
-
-def _drop_eager(
-    session: sa.orm.Session, transaction: sa.orm.SessionTransaction
-) -> None:
-    if transaction.parent is None:
-        session.info.pop(_EAGER_PENDING, None)

@@ -17,6 +17,7 @@ from .engine import QueueGroup
 from .engine.model import JobHandler
 from .engine.model import JSONObject
 from .engine.producing import JobSpec
+from .engine.producing import read_job_specs
 
 if t.TYPE_CHECKING:
     from ._extension import SQSJobs
@@ -104,15 +105,11 @@ class Producing:
         """
         state = self.parts()
         header = state.config.request_id_header
-        specs: list[JobSpec] = []
-        for spec in jobs:
-            if isinstance(spec, tuple) and len(spec) == 2:
-                spec = {"job_type": spec[0], "payload": spec[1]}
-            if isinstance(spec, cabc.Mapping):
-                fields = _with_request_id(spec.get("correlation_fields"), header)
-                if fields is not None:
-                    spec = {**spec, "correlation_fields": fields}
-            specs.append(spec)
+        specs = read_job_specs(jobs)
+        for spec in specs:
+            fields = _with_request_id(spec.get("correlation_fields"), header)
+            if fields is not None:
+                spec["correlation_fields"] = fields
         if _checks_job_types(state.config):
             check_known_job_types(specs, self.handlers)
         if session is not None:

@@ -20,7 +20,6 @@ ROOT = pathlib.Path(flask_sqs_jobs.__file__).parent
 #: Imports that cross a boundary today, each to be given a declared home.
 KNOWN: frozenset[tuple[str, str]] = frozenset(
     {
-        ("flask_sqs_jobs.config._parts", "flask_sqs_jobs.engine._eager"),
         ("flask_sqs_jobs.contrib.sqlalchemy", "flask_sqs_jobs._extension"),
     }
 )

@@ -18,11 +18,11 @@ from flask import Flask
 
 from ..engine import JobWorker
 from ..engine import QueueGroup
-from ..engine._eager import eager_queue
-from ..engine._eager import EagerQueueGroup
 from ..engine.model import Hooks
 from ..engine.model import JobHandler
 from ..engine.model import JobMiddleware
+from ..engine.producing import eager_queues
+from ..engine.producing import EagerSink
 from ..engine.sqs import S3Client
 from ..store.model import JobStore
 from ._make import eager_store_options
@@ -88,16 +88,16 @@ class AppParts:
     def _build_group(self, client: SQSClient | None) -> QueueGroup:
         config = self.config
         if client is None:
-            definitions = {
-                name: {"queue": eager_queue(d), "weight": d.weight}
-                for name, d in config.definitions.items()
-            }
-            return EagerQueueGroup(
-                definitions,
+            sink = EagerSink(
                 self.handlers,
                 middleware=self.middleware,
                 hooks=self.hooks,
                 **eager_store_options(self.store, self.handlers),
+            )
+            return QueueGroup(
+                eager_queues(config.definitions, sink),
+                middleware=self.middleware,
+                hooks=self.hooks,
             )
         return QueueGroup.build(
             boto_client=client,

@@ -50,7 +50,6 @@ import dataclasses
 import typing as t
 
 try:
-    import sqlalchemy.event
     import sqlalchemy.orm
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -66,13 +65,12 @@ from flask import has_app_context
 from ..engine.model import check_job_id
 from ..engine.model import JSONObject
 from ..engine.model import loggable_text
+from ..store.outbox import AfterCommit
 
 if t.TYPE_CHECKING:
     from .._extension import SQSJobs
 
 log = structlog.get_logger(__name__)
-
-_HELD = "flask_sqs_jobs.held_jobs"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -83,9 +81,6 @@ class _HeldJob:
     payload: JSONObject | None
     options: dict[str, t.Any]
     job_id: str
-    #: The transaction the job was held in, then each enclosing one: a job is
-    #: dropped when any of them rolls back.
-    transactions: tuple[sqlalchemy.orm.SessionTransaction, ...]
 
 
 def enqueue_after_commit(
@@ -101,45 +96,19 @@ def enqueue_after_commit(
     extension sends it. The job id (the caller's ``job_id=`` or a new one) is
     checked and returned at once; the rest of the job is checked when it is
     sent, after the commit. A session not yet in a transaction begins one, so
-    that its rollback can drop the job.
+    that its rollback can drop the job. Savepoints count as the module
+    describes: released, their jobs wait for the outermost commit.
 
     :raises ValueError: ``job_id`` is not a valid job id.
     """
-    target = (
-        session() if isinstance(session, sqlalchemy.orm.scoped_session) else session
-    )
     job_id = check_job_id(options.pop("job_id", None))
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
-    if not target.in_transaction():
-        target.begin()
-    if not sqlalchemy.event.contains(target, "after_commit", _send_held):
-        sqlalchemy.event.listen(target, "after_commit", _send_held)
-        sqlalchemy.event.listen(target, "after_soft_rollback", _drop_rolled_back)
-        sqlalchemy.event.listen(target, "after_transaction_end", _drop_unsent)
-    held: list[_HeldJob] = target.info.setdefault(_HELD, [])
-    held.append(
-        _HeldJob(app, queue, job_type, payload, options, job_id, _chain(target))
-    )
+    held_jobs.hold(session, _HeldJob(app, queue, job_type, payload, options, job_id))
     return job_id
 
 
-def _chain(
-    session: sqlalchemy.orm.Session,
-) -> tuple[sqlalchemy.orm.SessionTransaction, ...]:
-    transaction = session.get_nested_transaction() or session.get_transaction()
-    chain = []
-    while transaction is not None:
-        chain.append(transaction)
-        transaction = transaction.parent
-    return tuple(chain)
-
-
-def _send_held(session: sqlalchemy.orm.Session) -> None:
-    # after_commit also fires when a savepoint is released: its jobs then
-    # belong to the enclosing transaction, which has not committed yet.
-    if session.get_nested_transaction() is not None:
-        return
-    for job in session.info.pop(_HELD, []):
+def _send_all(jobs: list[_HeldJob]) -> None:
+    for job in jobs:
         _send(job)
 
 
@@ -151,8 +120,7 @@ def _send(job: _HeldJob) -> None:
             with job.app.app_context():
                 _enqueue(job)
     except Exception:
-        # The commit has happened: raising would leave the session unusable
-        # and lose the jobs after this one.
+        # The commit has happened: raising would lose the jobs after this one.
         log.exception(
             "job_send_failed",
             queue=loggable_text(job.queue),
@@ -166,32 +134,15 @@ def _enqueue(job: _HeldJob) -> None:
     jobs.enqueue(job.queue, job.job_type, job.payload, job_id=job.job_id, **job.options)
 
 
-def _drop_rolled_back(
-    session: sqlalchemy.orm.Session,
-    previous_transaction: sqlalchemy.orm.SessionTransaction,
-) -> None:
-    held: list[_HeldJob] = session.info.get(_HELD, [])
-    dropped = [job for job in held if previous_transaction in job.transactions]
-    if dropped:
-        session.info[_HELD] = [job for job in held if job not in dropped]
-        _log_dropped(dropped)
-
-
-def _drop_unsent(
-    session: sqlalchemy.orm.Session,
-    transaction: sqlalchemy.orm.SessionTransaction,
-) -> None:
-    # The outermost transaction ended without sending (a rollback, or
-    # close()): what it held can never be committed now.
-    if transaction.parent is None:
-        dropped = session.info.pop(_HELD, [])
-        if dropped:
-            _log_dropped(dropped)
-
-
 def _log_dropped(dropped: list[_HeldJob]) -> None:
     log.info(
         "jobs_dropped_on_rollback",
         count=len(dropped),
         job_ids=[job.job_id for job in dropped],
     )
+
+
+#: The jobs held in sessions' transactions, sent by their outermost commits.
+held_jobs: AfterCommit[_HeldJob] = AfterCommit(
+    "enqueue_after_commit", _send_all, _log_dropped
+)

@@ -6,26 +6,15 @@ import collections.abc as cabc
 import datetime
 import typing as t
 
-from .model import check_job_id
-from .model import check_single_trace_injector
-from .model import compose_produce
+from . import producing
 from .model import Hooks
-from .model import Job
 from .model import JobMiddleware
 from .model import JSONObject
 from .model import QueueNotFoundError
-from .producing import check_correlation_fields
-from .producing import check_job_type
-from .producing import check_options
-from .producing import check_payload
-from .producing import report_enqueued
-from .producing import SendOptions
-from .producing import stage_job
 from .sqs import LargePayloads
 from .sqs import NamedQueues
 from .sqs import parse_queue_definitions
 from .sqs import QueueDefinition
-from .sqs import send as send_message
 from .sqs import SqsQueue
 
 if t.TYPE_CHECKING:
@@ -120,31 +109,21 @@ class QueueGroup(NamedQueues):
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
         """
-        sqs_queue = self.queue(queue)
-        job = Job(
-            job_type=check_job_type(job_type),
-            payload=check_payload(payload),
-            queue=queue,
-            correlation_fields=check_correlation_fields(correlation_fields),
-            job_id=check_job_id(job_id),
-        )
-        options = check_options(
-            sqs_queue,
+        return producing.enqueue(
+            self,
             queue,
+            job_type,
+            payload,
             {
+                "correlation_fields": correlation_fields,
                 "message_group_id": message_group_id,
                 "message_deduplication_id": message_deduplication_id,
                 "delay_seconds": delay_seconds,
                 "message_attributes": message_attributes,
                 "run_at": run_at,
+                "job_id": job_id,
             },
         )
-        check_single_trace_injector(self.middleware)
-
-        def send(job: Job) -> str:
-            return self.send_job(job, options)
-
-        return compose_produce(self.middleware, send)(job)
 
     def enqueue_many(self, queue: str, jobs: cabc.Iterable[JobSpec]) -> list[str]:
         """Send many jobs with SendMessageBatch; return their MessageIds in order.
@@ -160,22 +139,7 @@ class QueueGroup(NamedQueues):
             ``(index, message_id)`` of those sent, ``.failed`` lists
             ``(index, code, message)`` of the others.
         """
-        from .producing import enqueue_many
-
-        return enqueue_many(self, queue, jobs)
-
-    def send_job(self, job: Job, options: SendOptions) -> str:
-        """Send an already validated job: the end of the ``produce`` chain.
-
-        :meta private:
-        """
-        sqs_queue = self.queue(job.queue)
-        check_job_type(job.job_type)
-        check_payload(job.payload)
-        params = stage_job(sqs_queue, job, options)
-        message_id = send_message(sqs_queue, params)
-        report_enqueued(self.hooks, job, message_id)
-        return message_id
+        return producing.enqueue_many(self, queue, jobs)
 
     def run_worker(
         self,

@@ -8,8 +8,8 @@ import sys
 import typing as t
 
 import pytest
-from flask_sqs_jobs.engine.producing._producer import check_correlation_fields
-from flask_sqs_jobs.engine.producing._producer import check_payload
+from flask_sqs_jobs.engine.producing._checks import check_correlation_fields
+from flask_sqs_jobs.engine.producing._checks import check_payload
 from flask_sqs_jobs.engine.sqs._result_json import read_result
 from flask_sqs_jobs.engine.sqs._result_json import result_json
 from flask_sqs_jobs.engine.sqs._result_json import ResultNotKept

@@ -27,6 +27,7 @@ from flask_sqs_jobs.engine.model._outcome import Outcome
 from flask_sqs_jobs.engine.sqs._wire import decode_attributes
 from flask_sqs_jobs.engine.sqs._wire import decode_body
 from flask_sqs_jobs.engine.sqs._wire import DecodedBody
+from flask_sqs_jobs.engine.sqs._wire import dump_json
 from flask_sqs_jobs.engine.sqs._wire import encode_body
 from flask_sqs_jobs.engine.sqs._wire import parse_run_at
 from flask_sqs_jobs.engine.worker._delivery import Delivery
@@ -159,6 +160,28 @@ def test_encoded_jobs_decode_to_themselves(
     assert decode_body(encode_body(job_type, payload)) == DecodedBody(
         job_type, payload, None
     )
+
+
+@PROPERTIES
+@given(
+    any_text,
+    st.dictionaries(any_text, finite_json, max_size=6),
+    st.none() | st.datetimes(timezones=st.just(dt.UTC)),
+    st.none() | st.from_regex(r"[A-Za-z0-9_.:-]{1,128}", fullmatch=True),
+)
+def test_a_body_around_the_checked_payload_is_the_body_dumped_whole(
+    job_type: str,
+    payload: dict[str, t.Any],
+    run_at: dt.datetime | None,
+    job_id: str | None,
+) -> None:
+    """Reusing the payload's JSON from the enqueue checks changes no byte of the body
+    (surrogates and characters SQS refuses included)."""
+    whole = encode_body(job_type, payload, run_at, job_id)
+    joined = encode_body(
+        job_type, payload, run_at, job_id, payload_json=dump_json(payload)
+    )
+    assert joined == whole
 
 
 @PROPERTIES

@@ -16,6 +16,7 @@ import itertools
 import json
 import re
 import typing as t
+from json.encoder import encode_basestring
 
 from ..model import JSONObject
 from ..model import MAX_MESSAGE_ATTRIBUTES
@@ -94,14 +95,49 @@ def encode_body(
     payload: JSONObject,
     run_at: dt.datetime | None = None,
     job_id: str | None = None,
+    *,
+    payload_json: str | None = None,
 ) -> str:
-    """Return the message body for a job."""
+    """Return the message body for a job.
+
+    ``payload_json`` is ``dump_json(payload)`` when the caller has it already
+    (the enqueue checks encoded the payload): the body is then put together
+    around it instead of serialising the payload again, and is the same text
+    :func:`dump_json` would write for the whole body.
+    """
+    if payload_json is not None:
+        joined = _join_body(job_type, payload_json, run_at, job_id)
+        if joined is not None:
+            return joined
     body: JSONObject = {"job_type": job_type, "payload": payload}
     if job_id is not None:
         body["job_id"] = job_id
     if run_at is not None:
         body["run_at"] = format_utc(run_at)
     return dump_json(body)
+
+
+def _join_body(
+    job_type: str, payload_json: str, run_at: dt.datetime | None, job_id: str | None
+) -> str | None:
+    """The body around an encoded payload, or None where only a whole dump is exact.
+
+    :func:`dump_json` escapes a whole body to ASCII when any part of it holds
+    a character SQS refuses; a part that was escaped (or holds any ``\\u``
+    escape) sends the caller back to the whole dump, so the text is the same
+    either way.
+    """
+    type_json = encode_basestring(job_type)
+    if "\\u" in payload_json or "\\u" in type_json:
+        return None
+    if not type_json.isascii() and _SQS_INVALID_CHARS.search(type_json):
+        return None
+    body = f'{{"job_type":{type_json},"payload":{payload_json}'
+    if job_id is not None:
+        body += f',"job_id":{encode_basestring(job_id)}'
+    if run_at is not None:
+        body += f',"run_at":"{format_utc(run_at)}"'
+    return body + "}"
 
 
 def format_utc(moment: dt.datetime) -> str:

@@ -1,7 +1,18 @@
-"""The transactional outbox: rows written in the caller's transaction, sent after."""
+"""The transactional outbox: rows written in the caller's transaction, sent after.
+
+Jobs come in through the engine's produce pipeline into a row sink
+(``add_to_outbox``, ``add_many_to_outbox``); the outermost commit of the
+caller's session hands the rows to this process's sender (``AfterCommit``,
+the one after-commit helper of the project, also used by eager mode and
+``enqueue_after_commit``); the sender and the relay (``OutboxRelay``) send
+them through the pipeline's batch sink and report them.
+"""
 
 from __future__ import annotations
 
+from ._after_commit import AfterCommit
+from ._after_commit import AnySession
+from ._after_commit import session_of
 from ._immediate import flush_all
 from ._relay import OutboxRelay
 from ._rows import status as outbox_status
@@ -12,6 +23,8 @@ from ._write import add_to_outbox
 from ._write import send_through
 
 __all__ = [
+    "AfterCommit",
+    "AnySession",
     "OutboxRelay",
     "add_many_to_outbox",
     "add_to_outbox",
@@ -20,4 +33,5 @@ __all__ = [
     "outbox_relay_services",
     "outbox_status",
     "send_through",
+    "session_of",
 ]

@@ -27,7 +27,7 @@ from ._send import describe_error
 from ._send import send_claimed
 from ._send import send_rows
 from ._send import SendReport
-from ._send import settle
+from ._send import write_back
 
 if t.TYPE_CHECKING:
     from ...engine import QueueGroup
@@ -50,7 +50,17 @@ relay_wakeup = threading.Event()
 
 
 class ImmediateSender:
-    """One thread sending the rows that commits hand it, oldest first."""
+    """One thread sending the rows that commits hand it, oldest first.
+
+    Contract: :meth:`submit` is called by the outermost commit of an app's
+    session (through the outbox's ``AfterCommit`` holder), in the app's
+    thread, and returns at once; the sender's own thread (started on
+    demand, ended after 30 idle seconds) owns the rows from then on: it
+    sends them through the produce pipeline's batch sink, deletes the sent
+    ones and backs off the others for the relay. ``_lock`` guards only the
+    count of submitted lists and the thread's start; no database lock is
+    held while a request travels on SQLite.
+    """
 
     def __init__(self, engine: sa.Engine, group: QueueGroup) -> None:
         self.engine = engine
@@ -64,6 +74,7 @@ class ImmediateSender:
         self._busy = 0
 
     def submit(self, rows: list[OutboxRow]) -> None:
+        """Queue ``rows`` (just committed) for sending; start the thread if needed."""
         with self._lock:
             self._busy += 1
             self._rows.put(rows)
@@ -86,6 +97,7 @@ class ImmediateSender:
             return self._lock.wait_for(lambda: not self._busy, timeout)
 
     def _run(self) -> None:
+        """The sender's thread: take what commits handed in, send it, repeat."""
         while True:
             try:
                 batches = [self._rows.get(timeout=_IDLE_EXIT_SECONDS)]
@@ -122,6 +134,7 @@ class ImmediateSender:
             batches.append(self._rows.get_nowait())
 
     def _send(self, rows: list[OutboxRow]) -> None:
+        """Send and settle ``rows``; a failure is logged and left to the relay."""
         try:
             report = self._send_rows(rows)
         except Exception as exc:
@@ -137,6 +150,7 @@ class ImmediateSender:
             relay_wakeup.set()
 
     def _send_rows(self, rows: list[OutboxRow]) -> SendReport:
+        """One connection's work for ``rows``: lock (PostgreSQL), send, write back."""
         with self.engine.connect() as connection:
             if connection.dialect.name != "sqlite":
                 # Row locks: the relay skips these rows while they are sent,
@@ -158,7 +172,7 @@ class ImmediateSender:
                 connection.rollback()
             report = send_rows(self.group, rows, "immediate")
             _outbox_rows.begin_locked(connection)
-            settle(connection, rows, report, "immediate")
+            write_back(connection, rows, report, "immediate")
             connection.commit()
             return report
 

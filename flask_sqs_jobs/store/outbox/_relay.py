@@ -36,6 +36,13 @@ class OutboxRelay:
 
     Several relays (in several processes) may run at once: each pass locks
     the rows it sends, so in normal operation every row is sent once.
+
+    Contract: a worker service (``start``/``stop`` from the worker's
+    services, in that order) or ``flask sqs-jobs outbox relay`` (``run`` or
+    ``drain`` in the command's thread). Each pass is one transaction that
+    holds its rows' locks while the rows travel, through the produce
+    pipeline's batch sink, and reports each one sent (``via="relay"``).
+    ``request_stop`` may be called from any thread (a signal's handler).
     """
 
     name = "outbox_relay"
@@ -56,7 +63,7 @@ class OutboxRelay:
         self._thread: threading.Thread | None = None
 
     def run_pass(self, *, include_fresh: bool = False) -> int:
-        """Claim, send and settle one batch of rows; return how many were handled.
+        """Claim, send and write back one batch of rows; return how many were handled.
 
         :param include_fresh: also rows committed moments ago, which the
             immediate send is probably sending (``relay --once``).
@@ -106,12 +113,14 @@ class OutboxRelay:
         log.info("outbox_relay_stopped")
 
     def _wait_idle(self) -> None:
+        """Wait a second, or less when this process's immediate send failed."""
         if relay_wakeup.wait(self.idle_seconds):
             relay_wakeup.clear()
 
     # -- as a worker service --
 
     def start(self) -> None:
+        """Run :meth:`run` in a daemon thread of its own."""
         self._stop.clear()
         self._thread = threading.Thread(
             target=self.run, name="sqs-jobs-outbox-relay", daemon=True
@@ -119,6 +128,7 @@ class OutboxRelay:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop the thread :meth:`start` began and wait for its pass to end."""
         self.request_stop()
         if self._thread is not None:
             self._thread.join()

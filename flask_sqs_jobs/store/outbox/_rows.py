@@ -4,6 +4,11 @@ PostgreSQL locks the claimed rows with ``FOR UPDATE SKIP LOCKED``, so
 several relays share a backlog without sending a row twice. SQLite has no
 row locks: each claim runs in a ``BEGIN IMMEDIATE`` transaction, which holds
 the database's write lock, so relays take turns.
+
+Every function here runs in its caller's transaction (a ``Connection`` the
+caller began and commits): the claim, the send through the pipeline and the
+write-back of one pass are one transaction, so what a crash interrupts is
+rolled back and sent again by the next pass.
 """
 
 from __future__ import annotations
@@ -15,8 +20,6 @@ import typing as t
 
 import sqlalchemy as sa
 
-from ...engine.model import Job
-from ...engine.sqs import decode_attributes
 from ..sql import outbox_table
 
 outbox = outbox_table
@@ -32,7 +35,13 @@ MAX_ERROR_LENGTH = 2000
 
 @dataclasses.dataclass(frozen=True)
 class OutboxRow:
-    """One job waiting in the outbox, as the relay sends it."""
+    """One job waiting in the outbox, as the relay sends it.
+
+    Read from the table (:func:`claim`) or made from the values just
+    inserted (:meth:`of`); frozen, so the thread that sends it and the
+    transaction that wrote it share it safely. It becomes a staged message
+    again in :func:`~._send.send_rows`.
+    """
 
     id: int
     queue: str
@@ -60,23 +69,6 @@ class OutboxRow:
             message_deduplication_id=values["message_deduplication_id"],
             delay_seconds=values["delay_seconds"],
             attempts=0,
-        )
-
-    def job(self, queue_name: str) -> Job:
-        """The job as the producer built it, for the ``job_enqueued`` hooks."""
-        try:
-            body = json.loads(self.body)
-        except ValueError:
-            body = {}
-        payload = body.get("payload") if isinstance(body, dict) else None
-        correlation_fields, trace_headers = decode_attributes(self.message_attributes)
-        return Job(
-            job_type=self.job_type,
-            payload=payload if isinstance(payload, dict) else {},
-            queue=queue_name,
-            correlation_fields=correlation_fields,
-            trace_headers=trace_headers,
-            job_id=self.job_id,
         )
 
     def send_params(self, fifo: bool) -> dict[str, t.Any]:
@@ -161,6 +153,7 @@ def claim(
 
 
 def _row(record: sa.Row[t.Any]) -> OutboxRow:
+    """A claimed row, its JSON attributes decoded."""
     attributes = record.message_attributes
     return OutboxRow(
         id=record.id,
@@ -208,6 +201,7 @@ def in_group_order(connection: sa.Connection, rows: list[OutboxRow]) -> list[Out
 
 
 def delete(connection: sa.Connection, ids: t.Collection[int]) -> None:
+    """Delete the rows ``ids`` (sent), in the caller's transaction."""
     if ids:
         connection.execute(sa.delete(outbox).where(outbox.c.id.in_(list(ids))))
 
@@ -236,6 +230,8 @@ def backoff_seconds(attempts: int) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class QueueStatus:
+    """One logical queue's rows in the outbox, for ``outbox status`` and metrics."""
+
     queue: str
     pending: int
     oldest_age_seconds: float

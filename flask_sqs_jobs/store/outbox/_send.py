@@ -1,9 +1,14 @@
-"""Send claimed outbox rows to SQS, then delete them or back them off.
+"""Send outbox rows to SQS, then delete them or back them off.
 
 Both the immediate send after a commit and the relay come through
-:func:`send_claimed`, inside the transaction that holds the rows' locks: a
-row is deleted in the same transaction that saw it sent, so a crash between
-the send and the commit at worst sends it again, with the same job id.
+:func:`send_rows`, which hands each queue's rows, as the messages they were
+staged into, to the engine's produce pipeline (:func:`deliver`): it sends them
+with SendMessageBatch (:class:`RowBatches` around the engine's batch sink) and
+reports ``job_enqueued`` for each one sent. :func:`send_claimed` does so
+inside the transaction that holds the rows' locks and writes the outcome
+back there, so a row is deleted in the same transaction that saw it sent,
+and a crash between the send and the commit at worst sends it again, with
+the same job id.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ import structlog
 from ...engine.model import loggable_text
 from ...engine.model import MAX_BATCH_ENTRIES
 from ...engine.model import UnknownQueueError
-from ...engine.producing import report_enqueued
-from ...engine.producing import send_staged as send_staged
+from ...engine.producing import BatchSink
+from ...engine.producing import deliver
+from ...engine.producing import EntryResult
+from ...engine.producing import SqsBatchSink
+from ...engine.producing import StagedMessage
+from ...engine.producing import stored_message
 from . import _rows as _outbox_rows
 from ._rows import OutboxRow
 
@@ -30,7 +39,6 @@ if t.TYPE_CHECKING:
     from ...engine.sqs import SqsQueue
 
 log = structlog.get_logger(__name__)
-job_log = structlog.get_logger("flask_sqs_jobs.job")
 
 #: SendMessageBatch requests in flight at once for a standard queue.
 _PARALLEL_REQUESTS = 4
@@ -38,7 +46,11 @@ _PARALLEL_REQUESTS = 4
 
 @dataclasses.dataclass
 class SendReport:
-    """What one pass sent and what failed (row id -> (attempts so far, error))."""
+    """What one pass sent and what failed (row id -> (attempts so far, error)).
+
+    Filled by :func:`send_rows` in the sending thread, then written back by
+    :func:`write_back` in the same transaction that claimed the rows.
+    """
 
     sent: list[int] = dataclasses.field(default_factory=list)
     #: row id -> the MessageId SQS gave it.
@@ -47,6 +59,7 @@ class SendReport:
 
     @property
     def handled(self) -> int:
+        """Rows sent or failed (a FIFO row held back by its group is neither)."""
         return len(self.sent) + len(self.failed)
 
 
@@ -55,12 +68,15 @@ def send_claimed(
 ) -> SendReport:
     """Send ``rows`` (locked by ``connection``), delete the sent, back off the rest."""
     report = send_rows(group, rows, via)
-    settle(connection, rows, report, via)
+    write_back(connection, rows, report, via)
     return report
 
 
 def send_rows(group: QueueGroup, rows: list[OutboxRow], via: str) -> SendReport:
-    """Send ``rows`` to their queues; touch no database."""
+    """Send ``rows`` to their queues, reporting each one sent; touch no database.
+
+    :param via: ``"immediate"`` or ``"relay"``, on every log line.
+    """
     report = SendReport()
     by_queue: dict[str, list[OutboxRow]] = {}
     for row in rows:
@@ -72,20 +88,20 @@ def send_rows(group: QueueGroup, rows: list[OutboxRow], via: str) -> SendReport:
             for row in queue_rows:
                 report.failed[row.id] = (row.attempts, str(exc))
             continue
-        if queue.is_fifo:
-            _send_in_order(queue, name, queue_rows, report, via)
-        else:
-            _send_at_once(queue, name, queue_rows, report, via)
-        for row in queue_rows:
-            if row.id in report.message_ids:
-                # The job's enqueue is complete only now: log it, and tell
-                # the hooks (signals, job records) as a direct send would.
-                message_id = report.message_ids[row.id]
-                report_enqueued(group.hooks, row.job(name), message_id, via=via)
+        messages = [
+            stored_message(
+                queue, name, row.job_id, row.job_type, row.send_params(queue.is_fifo)
+            )
+            for row in queue_rows
+        ]
+        # The job's enqueue is complete only now: deliver reports it to the
+        # hooks (signals, job records) as a direct send would.
+        results = deliver(group, messages, RowBatches(queue), via=via)
+        _record(queue_rows, results, report)
     return report
 
 
-def settle(
+def write_back(
     connection: sa.Connection, rows: list[OutboxRow], report: SendReport, via: str
 ) -> None:
     """Delete the sent rows and back off the failed ones (the caller commits)."""
@@ -95,40 +111,59 @@ def settle(
         _log_failures(rows, report.failed, via)
 
 
-def _chunks(rows: list[OutboxRow]) -> list[list[OutboxRow]]:
-    return [
-        rows[i : i + MAX_BATCH_ENTRIES] for i in range(0, len(rows), MAX_BATCH_ENTRIES)
-    ]
+class RowBatches(BatchSink):
+    """The outbox's way of sending one queue's rows: the engine's batch sink, in
+    chunks of ten rows, keeping FIFO order.
 
+    A standard queue keeps no order, so several requests travel at once (on
+    this process's pool of threads). A FIFO queue's requests go one after the
+    other, and a message group that failed sends nothing more in this pass,
+    so its later rows never overtake the failed one: those rows are answered
+    None (not tried), and stay for the next pass. Made for one queue of one
+    pass, in the sending thread.
+    """
 
-def _send_at_once(
-    queue: SqsQueue, name: str, rows: list[OutboxRow], report: SendReport, via: str
-) -> None:
-    """A standard queue keeps no order: several requests travel at once."""
-    chunks = _chunks(rows)
-    if len(chunks) == 1:
-        _record(name, chunks[0], _send(queue, chunks[0]), report, via)
-        return
-    results = list(_pool().map(lambda chunk: _send(queue, chunk), chunks))
-    for chunk, chunk_results in zip(chunks, results, strict=True):
-        _record(name, chunk, chunk_results, report, via)
+    def __init__(self, queue: SqsQueue) -> None:
+        self._queue = queue
+        self._sink = SqsBatchSink(queue)
 
+    def send_batch(self, messages: t.Sequence[StagedMessage]) -> list[EntryResult]:
+        """Send one queue's messages in chunks of ten; one result per message."""
+        chunks = [
+            list(messages[i : i + MAX_BATCH_ENTRIES])
+            for i in range(0, len(messages), MAX_BATCH_ENTRIES)
+        ]
+        if self._queue.is_fifo:
+            return self._in_order(chunks)
+        if len(chunks) == 1:
+            return self._send(chunks[0])
+        return [result for sent in _pool().map(self._send, chunks) for result in sent]
 
-def _send_in_order(
-    queue: SqsQueue, name: str, rows: list[OutboxRow], report: SendReport, via: str
-) -> None:
-    """A FIFO queue: one request after the other, and a message group that
-    failed sends nothing more in this pass, so its later rows never overtake
-    the failed one."""
-    failed_groups: set[str | None] = set()
-    for chunk in _chunks(rows):
-        todo = [r for r in chunk if r.message_group_id not in failed_groups]
-        if todo:
-            results = _send(queue, todo)
-            _record(name, todo, results, report, via)
+    def _in_order(self, chunks: list[list[StagedMessage]]) -> list[EntryResult]:
+        """One request after the other; a failed group sends nothing more."""
+        results: list[EntryResult] = []
+        failed_groups: set[str | None] = set()
+        for chunk in chunks:
+            todo = [m for m in chunk if _group_of(m) not in failed_groups]
+            answers = self._send(todo) if todo else []
+            sent = dict(zip(map(id, todo), answers, strict=True))
+            results.extend(sent.get(id(message)) for message in chunk)
             failed_groups.update(
-                r.message_group_id for r in todo if r.id in report.failed
+                _group_of(m) for m in todo if not isinstance(sent[id(m)], str)
             )
+        return results
+
+    def _send(self, messages: list[StagedMessage]) -> list[EntryResult]:
+        """One chunk through the engine's batch sink; an error fails each row."""
+        try:
+            return self._sink.send_batch(messages)
+        except Exception as exc:
+            return [(type(exc).__name__, str(exc))] * len(messages)
+
+
+def _group_of(message: StagedMessage) -> str | None:
+    """The message's FIFO group (None on a standard queue)."""
+    return message.params.get("MessageGroupId")
 
 
 _pools: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
@@ -149,26 +184,15 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return pool
 
 
-def _send(queue: SqsQueue, rows: list[OutboxRow]) -> list[str | tuple[str, str]]:
-    """Through the queue's own batch path: S3 offloading and size limits included."""
-    try:
-        return send_staged(queue, [r.send_params(queue.is_fifo) for r in rows])
-    except Exception as exc:
-        return [(type(exc).__name__, str(exc))] * len(rows)
-
-
 def _record(
-    name: str,
-    rows: list[OutboxRow],
-    results: list[str | tuple[str, str]],
-    report: SendReport,
-    via: str,
+    rows: list[OutboxRow], results: list[EntryResult], report: SendReport
 ) -> None:
+    """Note each row's result in ``report``; rows not tried are left out."""
     for row, result in zip(rows, results, strict=True):
         if isinstance(result, str):
             report.sent.append(row.id)
             report.message_ids[row.id] = result
-        else:
+        elif result is not None:
             report.failed[row.id] = (row.attempts, f"{result[0]}: {result[1]}")
 
 
@@ -182,6 +206,7 @@ def describe_error(exc: BaseException) -> str:
 def _log_failures(
     rows: list[OutboxRow], failed: dict[int, tuple[int, str]], via: str
 ) -> None:
+    """One ``outbox_send_failed`` line for a pass: count, job ids, errors, back-off."""
     failing = [r for r in rows if r.id in failed]
     errors = sorted({failed[r.id][1] for r in failing})
     log.warning(

@@ -64,7 +64,12 @@ def bind_outbox_metrics(metrics: PrometheusMetrics, store: JobStore | None) -> N
 
 
 class _OutboxReading:
-    """The outbox's pending count and oldest age, read at most once a second."""
+    """The outbox's pending count and oldest age, read at most once a second.
+
+    Contract: :meth:`get` is called by the Prometheus registry's collection,
+    from whichever thread serves the scrape; its lock serialises the reads,
+    so concurrent scrapes share one query. It owns nothing but its cache.
+    """
 
     def __init__(self, store: SQLAlchemyStore) -> None:
         self._engine = store.engine
@@ -73,6 +78,7 @@ class _OutboxReading:
         self._value = (math.nan, math.nan)
 
     def get(self) -> tuple[float, float]:
+        """``(pending, oldest age in seconds)``; NaNs while the database fails."""
         from . import _rows as _outbox_rows
         from ._send import describe_error
 
@@ -95,6 +101,7 @@ class _OutboxReading:
 
 
 def _sql_store(store: JobStore | None) -> SQLAlchemyStore | None:
+    """The store when it can hold the outbox (SQL), else None."""
     if store is None:
         return None
     if store.kind != "sqlalchemy":

@@ -1,4 +1,11 @@
-"""Validate a job before anything is sent, and turn it into SendMessage arguments."""
+"""The checks a job passes before its produce chain runs: its values and options.
+
+Every check raises ``TypeError`` or ``ValueError`` with a message that names
+the argument and the fix; nothing is sent, written or run before they all
+pass. :mod:`._prepare` calls them for each job of an enqueue call, and
+:mod:`._staging` calls the value checks again when produce middleware may
+have changed the job.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +14,19 @@ import datetime as dt
 import math
 import typing as t
 
-import structlog
-
-from ..model import call_hook
-from ..model import check_job_id
-from ..model import Job
 from ..model import JSONObject
 from ..model import MAX_DEFERRAL_SECONDS
 from ..model import MAX_DELAY_SECONDS
 from ..model import MAX_ID_LENGTH
-from ..sqs import build_attributes
 from ..sqs import check_message_attributes
-from ..sqs import check_room
 from ..sqs import dump_json
-from ..sqs import encode_body
 from ..sqs import MAX_JSON_DEPTH
-from ..sqs import message_size
 from ..sqs import MessageAttributes
 from ..sqs import nested_deeper_than
 from ..sqs import SqsQueue
 
-job_log = structlog.get_logger("flask_sqs_jobs.job")
-
-if t.TYPE_CHECKING:
-    from ..model import Hooks
-
-_OPTION_NAMES = frozenset(
+#: The enqueue options a job may carry besides its type, payload and job id.
+OPTION_NAMES = frozenset(
     {
         "correlation_fields",
         "message_group_id",
@@ -46,7 +40,12 @@ _OPTION_NAMES = frozenset(
 
 @dataclasses.dataclass(frozen=True)
 class SendOptions:
-    """The validated enqueue options of one job."""
+    """The checked enqueue options of one job, as SendMessage will carry them.
+
+    Built by :func:`check_options` only; frozen, so a sink that needs other
+    options (the eager sink drops delays) makes a copy with
+    :func:`dataclasses.replace`.
+    """
 
     message_group_id: str | None = None
     message_deduplication_id: str | None = None
@@ -58,6 +57,7 @@ class SendOptions:
 
 
 def check_job_type(job_type: object) -> str:
+    """Return ``job_type`` if it is a non-empty str (a handler's name)."""
     if not isinstance(job_type, str):
         raise TypeError(
             f"job_type must be a str naming a handler; got {type(job_type).__name__}"
@@ -69,16 +69,25 @@ def check_job_type(job_type: object) -> str:
 
 def check_payload(payload: object) -> JSONObject:
     """Return the payload (``{}`` for None) after checking it is a JSON object."""
+    return encode_payload(payload)[0]
+
+
+def encode_payload(payload: object) -> tuple[JSONObject, str]:
+    """Return the payload (``{}`` for None) and its JSON, checked to be a JSON object.
+
+    The JSON is the body's ``payload`` exactly as :func:`~..sqs.encode_body`
+    would write it, so staging reuses it instead of serialising the payload
+    a second time (see :class:`~._prepare.PreparedJob`).
+    """
     if payload is None:
-        return {}
+        return {}, "{}"
     if not isinstance(payload, dict):
         raise TypeError(
             "payload must be a dict (a JSON object) or None; got"
             f" {type(payload).__name__}."
             " Wrap other values, e.g. {'items': [...]}."
         )
-    check_json("payload", payload)
-    return payload
+    return payload, check_json("payload", payload)
 
 
 def check_json(what: str, value: object) -> str:
@@ -108,6 +117,7 @@ def check_json(what: str, value: object) -> str:
 
 
 def check_correlation_fields(fields: object) -> JSONObject:
+    """Return a copy of ``fields`` (``{}`` for None), checked to be a JSON object."""
     if fields is None:
         return {}
     if not isinstance(fields, dict):
@@ -121,16 +131,18 @@ def check_correlation_fields(fields: object) -> JSONObject:
 def check_options(
     queue: SqsQueue, queue_name: str, options: dict[str, t.Any]
 ) -> SendOptions:
-    """Validate the enqueue options of one job for ``queue``.
+    """Check the enqueue options of one job for ``queue``; ``run_at`` and long
+    delays become a deferral (``run_at`` in the body, at most 900 s of
+    DelaySeconds).
 
     :raises TypeError, ValueError: an option is wrong; the message names it and
         the fix.
     """
-    unknown = set(options) - _OPTION_NAMES
+    unknown = set(options) - OPTION_NAMES
     if unknown:
         raise TypeError(
             f"unknown enqueue option(s) {sorted(unknown)}; valid options are"
-            f" {sorted(_OPTION_NAMES)}"
+            f" {sorted(OPTION_NAMES)}"
         )
     group_id = _check_id("message_group_id", options.get("message_group_id"))
     dedup_id = _check_id(
@@ -174,6 +186,7 @@ def check_options(
 
 
 def _check_id(name: str, value: object) -> str | None:
+    """A MessageGroupId or MessageDeduplicationId: None, or 1-128 characters."""
     if value is None:
         return None
     if not isinstance(value, str):
@@ -228,68 +241,3 @@ def _resolve_delay(
     if remaining <= MAX_DELAY_SECONDS:
         return max(0, math.ceil(remaining)), None
     return MAX_DELAY_SECONDS, run_at
-
-
-def build_send_params(
-    queue: SqsQueue, queue_name: str, job: Job, options: SendOptions
-) -> tuple[dict[str, t.Any], list[str]]:
-    """Return the SendMessage arguments for ``job`` and the dropped attributes.
-
-    :raises ValueError: the message would exceed the queue's MaximumMessageSize.
-    """
-    body = encode_body(job.job_type, job.payload, options.run_at, job.job_id)
-    attributes, dropped = build_attributes(
-        job.correlation_fields, job.trace_headers, options.message_attributes
-    )
-    size = message_size(body, attributes)
-    limit = queue.max_message_size
-    offloaded = check_room(queue.large_payloads, queue, body, attributes)
-    if size > limit and not offloaded:
-        raise ValueError(
-            f"job {job.job_type!r} for queue {queue_name!r} is {size:,} bytes (body and"
-            f" attributes); the queue accepts at most {limit:,} (MaximumMessageSize)."
-            " Store large data elsewhere (S3, a database) and pass its key in the"
-            " payload."
-        )
-    params: dict[str, t.Any] = {"MessageBody": body}
-    if attributes:
-        params["MessageAttributes"] = attributes
-    if options.message_group_id is not None:
-        params["MessageGroupId"] = options.message_group_id
-    if options.message_deduplication_id is not None:
-        params["MessageDeduplicationId"] = options.message_deduplication_id
-    if options.delay_seconds is not None:
-        params["DelaySeconds"] = options.delay_seconds
-    return params, dropped
-
-
-def stage_job(queue: SqsQueue, job: Job, options: SendOptions) -> dict[str, t.Any]:
-    """Return the SendMessage arguments of a job at the end of its ``produce``
-    chain (its job id checked again: middleware may have changed it).
-
-    Propagation attributes over the 10-attribute limit are dropped with a
-    ``propagation_attributes_dropped`` warning.
-    """
-    job.job_id = check_job_id(job.job_id)
-    params, dropped = build_send_params(queue, job.queue, job, options)
-    if dropped:
-        job_log.warning(
-            "propagation_attributes_dropped",
-            queue=job.queue,
-            job_type=job.job_type,
-            dropped=dropped,
-        )
-    return params
-
-
-def report_enqueued(hooks: Hooks, job: Job, message_id: str, **fields: object) -> None:
-    """Log ``job_enqueued`` and call the ``job_enqueued`` hook (isolated)."""
-    job_log.info(
-        "job_enqueued",
-        queue=job.queue,
-        job_type=job.job_type,
-        job_id=job.job_id,
-        message_id=message_id,
-        **fields,
-    )
-    call_hook("job_enqueued", hooks.job_enqueued, job, message_id)

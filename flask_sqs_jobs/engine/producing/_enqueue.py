@@ -1,0 +1,59 @@
+"""``QueueGroup.enqueue`` and ``enqueue_many``: prepare, pick the queue's sink, produce.
+
+The sink follows from the queue, as an httpx client picks a transport by
+URL: an :class:`~._eager_sink.EagerQueue` runs what is produced on it, any
+other queue sends it to SQS (SendMessage for one job, SendMessageBatch for
+a batch).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import typing as t
+
+from ._batch_sink import SqsBatchSink
+from ._eager_sink import EagerQueue
+from ._pipeline import produce
+from ._prepare import prepare_job
+from ._prepare import prepare_jobs
+from ._sinks import BatchSink
+from ._sinks import Sink
+from ._sinks import SqsSink
+
+if t.TYPE_CHECKING:
+    from ..sqs import NamedQueues
+    from ..sqs import SqsQueue
+
+_SEND_MESSAGE = SqsSink()
+
+
+def enqueue(
+    group: NamedQueues,
+    queue_name: str,
+    job_type: object,
+    payload: object,
+    options: cabc.Mapping[str, t.Any],
+) -> str:
+    """See :meth:`QueueGroup.enqueue`; ``options`` are its keyword arguments."""
+    queue = group.queue(queue_name)
+    prepared = prepare_job(queue, queue_name, job_type, payload, options)
+    return produce(group, [prepared], single_sink(queue))[0]
+
+
+def enqueue_many(
+    group: NamedQueues, queue_name: str, specs: cabc.Iterable[object]
+) -> list[str]:
+    """See :meth:`QueueGroup.enqueue_many`."""
+    queue = group.queue(queue_name)
+    prepared = prepare_jobs(queue, queue_name, specs)
+    return produce(group, prepared, batch_sink(queue))
+
+
+def single_sink(queue: SqsQueue) -> Sink:
+    """Where one job produced on ``queue`` goes."""
+    return queue.sink if isinstance(queue, EagerQueue) else _SEND_MESSAGE
+
+
+def batch_sink(queue: SqsQueue) -> Sink | BatchSink:
+    """Where a batch produced on ``queue`` goes (eager: each job runs in turn)."""
+    return queue.sink if isinstance(queue, EagerQueue) else SqsBatchSink(queue)
