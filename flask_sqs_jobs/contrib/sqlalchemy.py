@@ -67,10 +67,21 @@ from ..engine.model import JSONObject
 from ..engine.model import loggable_text
 from ..store.outbox import AfterCommit
 
-if t.TYPE_CHECKING:
-    from .._extension import SQSJobs
-
 log = structlog.get_logger(__name__)
+
+
+class _Enqueues(t.Protocol):
+    """What sending a held job needs of the extension (``SQSJobs``)."""
+
+    def enqueue(
+        self,
+        queue: str,
+        job_type: str,
+        payload: JSONObject | None = None,
+        *,
+        job_id: str | None = None,
+        **options: t.Any,
+    ) -> str: ...
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -130,7 +141,7 @@ def _send(job: _HeldJob) -> None:
 
 
 def _enqueue(job: _HeldJob) -> None:
-    jobs: SQSJobs = job.app.extensions["sqs_jobs"]
+    jobs: _Enqueues = job.app.extensions["sqs_jobs"]
     jobs.enqueue(job.queue, job.job_type, job.payload, job_id=job.job_id, **job.options)
 
 
