@@ -110,61 +110,33 @@ class SqlClaims:
         self.add_to_outbox = add_to_outbox
         self.queues = queues
         self.app = app
-        self.store = store
+        self.ticks = store.schedule_ticks()
 
     def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
-        import sqlalchemy as sa
-
-        from ..store.sql import schedule_ticks_table as schedule_ticks
-
         options = schedule.enqueue_options(tick)
-        table = schedule_ticks
-        with self.app.app_context(), self.store.session() as session:
-            try:
-                with session.begin():
-                    session.execute(
-                        table.insert().values(
-                            schedule=schedule.name,
-                            tick=tick,
-                            job_id=options["job_id"],
-                            claimed_at=dt.datetime.now(dt.UTC),
-                        )
-                    )
-                    self.add_to_outbox(
-                        session,
-                        self.queues,
-                        schedule.queue,
-                        schedule.job_type,
-                        schedule.job_payload(),
-                        **options,
-                    )
-                    session.execute(
-                        table.delete().where(
-                            table.c.schedule == schedule.name,
-                            table.c.tick < tick - TICK_RETENTION,
-                        )
-                    )
-            except sa.exc.IntegrityError:
-                return None
+        job_id: str = options["job_id"]
+
+        def write_job(session: t.Any) -> None:
+            self.add_to_outbox(
+                session,
+                self.queues,
+                schedule.queue,
+                schedule.job_type,
+                schedule.job_payload(),
+                **options,
+            )
+
+        with self.app.app_context():
+            claimed = self.ticks.claim(
+                schedule.name, tick, job_id, write_job, keep=TICK_RETENTION
+            )
+        if not claimed:
+            return None
         after_claim()
-        return t.cast(str, options["job_id"])
+        return job_id
 
     def last_fired(self, schedule: Schedule) -> dt.datetime | None:
-        import sqlalchemy as sa
-
-        from ..store.sql import schedule_ticks_table as schedule_ticks
-
-        with self.store.session() as session:
-            query = sa.select(sa.func.max(schedule_ticks.c.tick)).where(
-                schedule_ticks.c.schedule == schedule.name
-            )
-            value = session.execute(query).scalar()
-        if value is None:
-            return None
-        # max() loses the column's type on SQLite: read it back the same way.
-        if isinstance(value, str):
-            value = dt.datetime.fromisoformat(value)
-        return value.replace(tzinfo=value.tzinfo or dt.UTC).astimezone(dt.UTC)
+        return self.ticks.last_claimed(schedule.name)
 
     def recover(self, now: float) -> float | None:
         return None

@@ -15,10 +15,8 @@ import time
 import typing as t
 
 import structlog
-from botocore.exceptions import ClientError
 from flask import Flask
 
-from ..engine.sqs import aws_error_code
 from . import _claims as claims
 from ._claims import send
 from ._schedule import Schedule
@@ -47,32 +45,22 @@ class DynamoClaims:
         self.queues = queues
         self.app = app
         self.schedules = schedules
-        self.store = store
+        self.ticks = store.schedule_ticks()
         #: (schedule name, tick) -> when to look at its claim again.
         self._watched: dict[tuple[str, dt.datetime], float] = {}
 
     def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
         job_id = schedule.tick_job_id(tick)
         claimed_at = time.time()
-        item = {
-            **_key(schedule, tick),
-            "status": {"S": "pending"},
-            "job_id": {"S": job_id},
-            "claimed_at": {"N": repr(claimed_at)},
-            "expires_at_epoch": {
-                "N": str(int((tick + claims.TICK_RETENTION).timestamp()))
-            },
-        }
         self._watched[(schedule.name, tick)] = claimed_at + STALE_AFTER_SECONDS
-        try:
-            self.store.client.put_item(
-                TableName=self.store.table_name,
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as exc:
-            if aws_error_code(exc) != "ConditionalCheckFailedException":
-                raise
+        claimed = self.ticks.claim(
+            schedule.name,
+            tick,
+            job_id,
+            claimed_at=claimed_at,
+            keep=claims.TICK_RETENTION,
+        )
+        if not claimed:
             return None
         self._send_claimed(schedule, tick)
         return job_id
@@ -80,30 +68,13 @@ class DynamoClaims:
     def _send_claimed(self, schedule: Schedule, tick: dt.datetime) -> None:
         claims.after_claim()
         send(self.queues, self.app, schedule, tick)
-        self.store.client.update_item(
-            TableName=self.store.table_name,
-            Key=_key(schedule, tick),
-            UpdateExpression="SET #s = :sent",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={":sent": {"S": "sent"}},
-        )
+        self.ticks.mark_sent(schedule.name, tick)
         self._watched.pop((schedule.name, tick), None)
 
     def last_fired(self, schedule: Schedule) -> dt.datetime | None:
-        response = self.store.client.query(
-            TableName=self.store.table_name,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :tick)",
-            ExpressionAttributeValues={
-                ":pk": {"S": _partition(schedule)},
-                ":tick": {"S": "tick#"},
-            },
-            ScanIndexForward=False,
-            Limit=1,
-        )
-        items = response.get("Items", [])
-        if not items:
+        tick = self.ticks.last_claimed(schedule.name)
+        if tick is None:
             return None
-        tick = _tick_of(items[0]["sk"]["S"])
         # A worker may have died holding this claim: look at it now.
         self._watched.setdefault((schedule.name, tick), 0.0)
         return tick
@@ -124,32 +95,15 @@ class DynamoClaims:
         return min(self._watched.values(), default=None)
 
     def _recover_one(self, schedule: Schedule, tick: dt.datetime, now: float) -> None:
-        client, table = self.store.client, self.store.table_name
-        item = client.get_item(
-            TableName=table, Key=_key(schedule, tick), ConsistentRead=True
-        ).get("Item")
-        if item is None or item["status"]["S"] != "pending":
+        claimed_at = self.ticks.pending_since(schedule.name, tick)
+        if claimed_at is None:
             return
-        claimed_at = float(item["claimed_at"]["N"])
         if claimed_at + STALE_AFTER_SECONDS > now:
             self._watched[(schedule.name, tick)] = claimed_at + STALE_AFTER_SECONDS
             return
-        try:
-            client.update_item(
-                TableName=table,
-                Key=_key(schedule, tick),
-                UpdateExpression="SET claimed_at = :now",
-                ConditionExpression="#s = :pending AND claimed_at = :then",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":now": {"N": repr(now)},
-                    ":then": item["claimed_at"],
-                    ":pending": {"S": "pending"},
-                },
-            )
-        except ClientError as exc:
-            if aws_error_code(exc) != "ConditionalCheckFailedException":
-                raise
+        if not self.ticks.take_over(
+            schedule.name, tick, claimed_at=claimed_at, now=now
+        ):
             return
         self._watched[(schedule.name, tick)] = now + STALE_AFTER_SECONDS
         self._send_claimed(schedule, tick)
@@ -160,17 +114,3 @@ class DynamoClaims:
             job_id=schedule.tick_job_id(tick),
             recovered=True,
         )
-
-
-def _partition(schedule: Schedule) -> str:
-    return f"schedule#{schedule.name}"
-
-
-def _key(schedule: Schedule, tick: dt.datetime) -> dict[str, dict[str, str]]:
-    return {"pk": {"S": _partition(schedule)}, "sk": {"S": f"tick#{tick_text(tick)}"}}
-
-
-def _tick_of(sort_key: str) -> dt.datetime:
-    return dt.datetime.strptime(
-        sort_key.removeprefix("tick#"), "%Y-%m-%dT%H:%M:%SZ"
-    ).replace(tzinfo=dt.UTC)

@@ -17,6 +17,7 @@ if t.TYPE_CHECKING:
     from ..model import JobRecords
     from ..model import WorkerRegistry
     from ._idempotency import DynamoDBIdempotencyKeys
+    from ._ticks import DynamoDBScheduleTicks
 
 
 class DynamoDBStore(JobStore):
@@ -92,6 +93,12 @@ class DynamoDBStore(JobStore):
         from ._workers import DynamoDBWorkerRegistry
 
         return DynamoDBWorkerRegistry(self.client, self.table_name)
+
+    def schedule_ticks(self) -> DynamoDBScheduleTicks:
+        """The schedule ticks (``pk = "schedule#<name>"``), for periodic jobs."""
+        from ._ticks import DynamoDBScheduleTicks
+
+        return DynamoDBScheduleTicks(self.client, self.table_name)
 
     def describe(self) -> str:
         return f"dynamodb table {self.table_name}"

@@ -55,3 +55,12 @@ class JobStore(abc.ABC):
     def worker_registry(self) -> WorkerRegistry:
         """The store's registry of live workers."""
         raise NotImplementedError(f"a {self.kind} store keeps no worker registry")
+
+    def schedule_ticks(self) -> t.Any:
+        """The ticks of periodic jobs that workers claimed (each claimed once).
+
+        Its shape follows the store's way of claiming (a row in the job's
+        transaction on SQL; a pending, then sent, item on DynamoDB): the
+        periodic scheduler knows both.
+        """
+        raise NotImplementedError(f"a {self.kind} store keeps no schedule ticks")

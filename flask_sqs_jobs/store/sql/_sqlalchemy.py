@@ -23,6 +23,7 @@ from ._idempotency import SQLIdempotencyKeys
 if t.TYPE_CHECKING:
     from ..model import JobRecords
     from ..model import WorkerRegistry
+    from ._ticks import SQLScheduleTicks
 
 #: How long SQLite waits for another writer's lock before failing (ms).
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -108,6 +109,12 @@ class SQLAlchemyStore(JobStore):
         from ._records import SQLWorkerRegistry
 
         return SQLWorkerRegistry(self.engine)
+
+    def schedule_ticks(self) -> SQLScheduleTicks:
+        """The ``sqs_jobs_schedule_ticks`` table, for periodic jobs."""
+        from ._ticks import SQLScheduleTicks
+
+        return SQLScheduleTicks(self.session)
 
     def close(self) -> None:
         if self._engine is not None and self._db is None:
