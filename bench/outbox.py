@@ -143,7 +143,7 @@ def measure_enqueue(
         if not send:
             stack.callback(setattr, _outbox, "sender_for", _outbox.sender_for)
             _outbox.sender_for = lambda engine, group: _NoSend()  # type: ignore[assignment]
-        jobs.queues().queue("jobs").max_message_size  # noqa: B018 - look-ups first
+        jobs.queue_group().queue("jobs").max_message_size  # noqa: B018 - look-ups first
         if ours_first:
             measured = timed(ours)
             baseline = timed(core)

@@ -11,7 +11,7 @@ from flask import current_app
 from flask import Flask
 from flask import Response
 
-from ._hooks import FlaskHooks
+from ._flask_hooks import FlaskHooks
 from ._producing import Producing
 from ._registering import Registering
 from ._request_id import add_request_id_header
@@ -211,7 +211,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         """The boto3 SQS client of ``app``, created from its config on first use."""
         return self.parts(app).client()
 
-    def queues(self, app: Flask | None = None) -> QueueGroup:
+    def queue_group(self, app: Flask | None = None) -> QueueGroup:
         """The :class:`QueueGroup` of ``app``, built on first use.
 
         Queue names are looked up with GetQueueUrl the first time each queue

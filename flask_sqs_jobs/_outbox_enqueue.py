@@ -68,7 +68,7 @@ def enqueue_in_session(
         return t.cast(str, options["job_id"])
     store = outbox_store(jobs)
     _check_database(target, store)
-    group = jobs.queues()
+    group = jobs.queue_group()
     send_through(group, store.engine)
     return add_to_outbox(target, group, queue, job_type, payload, **options)
 
@@ -88,7 +88,7 @@ def enqueue_many_in_session(
         return [d["job_id"] for d in dicts]
     store = outbox_store(jobs)
     _check_database(target, store)
-    group = jobs.queues()
+    group = jobs.queue_group()
     send_through(group, store.engine)
     return add_many_to_outbox(target, group, queue, specs)
 

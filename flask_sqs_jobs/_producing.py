@@ -30,7 +30,7 @@ class Producing:
 
     if t.TYPE_CHECKING:
 
-        def queues(self, app: Flask | None = None) -> QueueGroup: ...
+        def queue_group(self, app: Flask | None = None) -> QueueGroup: ...
 
         def parts(self, app: Flask | None = None) -> AppParts: ...
 
@@ -80,7 +80,7 @@ class Producing:
                 t.cast("SQSJobs", self), session, queue, job_type, payload, options
             )
         fields = _with_request_id(correlation_fields, state.config.request_id_header)
-        return self.queues().enqueue(
+        return self.queue_group().enqueue(
             queue,
             job_type,
             payload,
@@ -118,7 +118,7 @@ class Producing:
             return enqueue_many_in_session(
                 t.cast("SQSJobs", self), session, queue, specs
             )
-        return self.queues().enqueue_many(queue, specs)
+        return self.queue_group().enqueue_many(queue, specs)
 
 
 def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | None:

@@ -146,7 +146,7 @@ def send_outbox(app: Flask, timeout: float = 10.0) -> int:
     jobs: SQSJobs = app.extensions["sqs_jobs"]
     flush_all(timeout)
     with app.app_context():
-        relay = OutboxRelay(outbox_store(jobs, app).engine, jobs.queues(app))
+        relay = OutboxRelay(outbox_store(jobs, app).engine, jobs.queue_group(app))
         return relay.drain()
 
 

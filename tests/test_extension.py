@@ -197,7 +197,7 @@ def test_the_client_outwaits_the_longest_long_poll_whatever_the_config_says(
     worker = jobs.create_worker(app, idle_wait_seconds=20)
 
     assert worker._idle_wait == 20
-    client = jobs.queues(app).queue("default").client
+    client = jobs.queue_group(app).queue("default").client
     assert client is jobs.client(app)
     read_timeout: float = getattr(client.meta.config, "read_timeout")  # noqa: B009 - not in the stubs
     assert read_timeout >= 20 + 10

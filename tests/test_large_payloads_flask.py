@@ -108,7 +108,7 @@ def test_a_flask_app_sends_and_runs_a_large_job_through_s3(
     jobs.handler("big")(seen.append)
     with app.app_context():
         jobs.enqueue("default", "big", BIG)
-        url = jobs.queues(app).queue("default").url
+        url = jobs.queue_group(app).queue("default").url
         s3 = boto3.client("s3", region_name="us-east-1")
         assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 1
         jobs.create_worker(app, should_stop=stop_after(1)).run()

@@ -46,7 +46,7 @@ def definitions(**config: t.Any) -> dict[str, QueueDefinition]:
 def test_the_prefix_goes_before_every_name_and_never_into_a_url(
     bare_app: Flask, jobs: SQSJobs
 ) -> None:
-    group = jobs.queues(bare_app)
+    group = jobs.queue_group(bare_app)
 
     assert group.queue("default").name == "staging-app-jobs"
     assert group.queue("orders").name == "staging-app-orders.fifo"

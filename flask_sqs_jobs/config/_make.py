@@ -18,7 +18,7 @@ from ..engine.model import JOB_TYPE_SCOPE
 from ..engine.model import JobHandler
 from ..engine.model import KeyFunc
 from ..engine.model import MAX_WAIT_SECONDS
-from ..engine.sqs import error_code
+from ..engine.sqs import aws_error_code
 from ..engine.sqs import LargePayloads
 from ..engine.sqs import S3Client
 from ..store.model import JobStore
@@ -125,7 +125,7 @@ def create_bucket(large: LargePayloads) -> str:
     try:
         client.head_bucket(Bucket=large.bucket)
     except Exception as exc:
-        if error_code(exc) not in _NO_BUCKET_CODES:
+        if aws_error_code(exc) not in _NO_BUCKET_CODES:
             raise
     else:
         return f"large payloads: bucket {large.bucket} exists, left unchanged"

@@ -4,7 +4,7 @@ See ``docs/dashboard.md``. The modules: ``_blueprint`` (the blueprint and how
 pages answer), ``_security`` (authorize, CSRF, headers), ``_request_checks``
 (Host, cross-site requests, when a page may peek), ``_views_queues``,
 ``_letters_page`` and ``_dead_letters`` (queues, dead letters, redrive and delete),
-``_views_store`` and ``_store_views`` (what a store adds; schedules),
+``_views_store`` and ``_store_reads`` (what a store adds; schedules),
 ``_charts``, ``_serve`` (``flask sqs-jobs dashboard``).
 """
 

@@ -18,7 +18,7 @@ from flask import Response
 
 from ..config import AppParts
 from ..engine.model import escape
-from ._store_views import json_ready
+from ._store_reads import json_ready
 
 
 @dataclasses.dataclass(frozen=True)

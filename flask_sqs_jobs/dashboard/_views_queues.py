@@ -28,8 +28,8 @@ from ._pages import respond
 from ._request_checks import peek_refusal
 from ._security import check_csrf
 from ._security import CsrfError
-from ._store_views import throughput
-from ._store_views import Unavailable
+from ._store_reads import throughput
+from ._store_reads import Unavailable
 
 if t.TYPE_CHECKING:
     from ..engine.sqs import SqsQueue

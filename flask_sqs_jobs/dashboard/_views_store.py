@@ -12,10 +12,10 @@ from flask import request
 
 from ._pages import Dashboard
 from ._pages import respond
-from ._store_views import one_job
-from ._store_views import recent_jobs
-from ._store_views import Unavailable
-from ._store_views import workers
+from ._store_reads import one_job
+from ._store_reads import recent_jobs
+from ._store_reads import Unavailable
+from ._store_reads import workers
 
 log = structlog.get_logger(__name__)
 

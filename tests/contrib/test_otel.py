@@ -246,7 +246,7 @@ def test_a_job_without_trace_headers_starts_a_new_trace(
     provider: TestTracerProvider, make_job_app: MakeJobApp
 ) -> None:
     job_app = make_job_app(OTelMiddleware(tracer_provider=provider))
-    job_app.jobs.queues(job_app.app).enqueue("default", JOB_TYPE, {})
+    job_app.jobs.queue_group(job_app.app).enqueue("default", JOB_TYPE, {})
     finished = job_app.work_off()
 
     assert [f.outcome for f in finished] == [Outcome.SUCCESS]

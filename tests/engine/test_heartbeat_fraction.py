@@ -101,7 +101,7 @@ def test_sqs_jobs_queues_entries_carry_the_fraction(
     }
     jobs = SQSJobs(app, boto_client=sqs)
 
-    group = jobs.queues(app)
+    group = jobs.queue_group(app)
 
     assert group.queue("default").heartbeat_fraction == 0.45
     assert group.queue("other").heartbeat_fraction == pytest.approx(1 / 3)

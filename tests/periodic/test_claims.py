@@ -57,7 +57,7 @@ def test_on_a_fifo_queue_three_workers_sending_one_tick_leave_one_message(
     url = create_queue(sqs, "ticks.fifo", fifo=True)
     app, jobs = periodic_app(make_app, "ticks.fifo")
     schedulers = [
-        Scheduler(jobs.schedules.values(), FifoClaims(jobs.queues(app), app))
+        Scheduler(jobs.schedules.values(), FifoClaims(jobs.queue_group(app), app))
         for _ in range(3)
     ]
     for scheduler in schedulers:
@@ -170,7 +170,7 @@ def test_with_dynamodb_one_of_three_workers_claims_and_sends_the_tick(
     url = create_queue(sqs, "standard")
     app, jobs = periodic_app(make_app, "standard")
     claims = [
-        DynamoClaims(jobs.queues(app), app, dynamodb_store, jobs.schedules)
+        DynamoClaims(jobs.queue_group(app), app, dynamodb_store, jobs.schedules)
         for _ in range(3)
     ]
     fired = [c.fire(jobs.schedules["nightly"], TICK) for c in claims]
@@ -199,7 +199,7 @@ def left_pending(
 
     monkeypatch.setattr(_schedule_claims, "after_claim", killed)
     with pytest.raises(SystemExit):
-        DynamoClaims(jobs.queues(app), app, dynamodb_store, jobs.schedules).fire(
+        DynamoClaims(jobs.queue_group(app), app, dynamodb_store, jobs.schedules).fire(
             jobs.schedules["nightly"], TICK
         )
     monkeypatch.setattr(_schedule_claims, "after_claim", original)
@@ -216,7 +216,7 @@ def test_with_dynamodb_a_claim_its_worker_never_sent_is_sent_by_another(
     assert tick_item(dynamodb_store)["status"] == {"S": "pending"}
     assert received(sqs, url) == []
 
-    other = DynamoClaims(jobs.queues(app), app, dynamodb_store, jobs.schedules)
+    other = DynamoClaims(jobs.queue_group(app), app, dynamodb_store, jobs.schedules)
     assert other.fire(schedule, TICK) is None  # claimed already
     claimed_at = float(tick_item(dynamodb_store)["claimed_at"]["N"])
     assert other.recover(claimed_at + 1) is not None  # fresh: not yet
@@ -235,7 +235,7 @@ def test_a_restarted_worker_sends_the_latest_claim_left_pending(
 ) -> None:
     url, app, jobs = left_pending
 
-    restarted = DynamoClaims(jobs.queues(app), app, dynamodb_store, jobs.schedules)
+    restarted = DynamoClaims(jobs.queue_group(app), app, dynamodb_store, jobs.schedules)
     scheduler = Scheduler(jobs.schedules.values(), restarted)
     scheduler.prime(TICK + dt.timedelta(minutes=5))
     claimed_at = float(tick_item(dynamodb_store)["claimed_at"]["N"])
@@ -258,7 +258,7 @@ def test_with_a_sql_store_the_tick_and_its_outbox_row_commit_together(
     app, jobs = periodic_app(make_app, "standard", SQS_JOBS_STORE_URL=store_url)
     store = t.cast(t.Any, jobs.store(app))
     store.create_tables()
-    claims = [SqlClaims(jobs.queues(app), app, store) for _ in range(3)]
+    claims = [SqlClaims(jobs.queue_group(app), app, store) for _ in range(3)]
     fired = [c.fire(jobs.schedules["nightly"], TICK) for c in claims]
     assert fired == ["nightly:2026-06-01T03:00:00Z", None, None]
     with store.engine.connect() as connection:

@@ -254,7 +254,7 @@ def test_the_job_is_encoded_as_a_send_would(
 def test_a_failed_send_after_commit_is_logged_and_left_to_the_relay(
     outbox: Outbox, monkeypatch: pytest.MonkeyPatch, log_events: list[t.Any]
 ) -> None:
-    queue = outbox.jobs.queues().queue("default")
+    queue = outbox.jobs.queue_group().queue("default")
 
     def refuse(entries: list[dict[str, t.Any]]) -> t.NoReturn:
         raise ConnectionError("SQS is unreachable")
@@ -274,7 +274,7 @@ def test_a_failed_send_after_commit_is_logged_and_left_to_the_relay(
     outbox.session.commit()
 
     monkeypatch.undo()
-    relay = OutboxRelay(outbox.store.engine, outbox.jobs.queues())
+    relay = OutboxRelay(outbox.store.engine, outbox.jobs.queue_group())
     deadline = time.monotonic() + 10
     while relay.run_pass() == 0:  # until its back-off (one second) is over
         assert time.monotonic() < deadline, "the relay never retried the row"
@@ -289,9 +289,9 @@ def test_a_relay_failure_backs_off_each_time_longer_and_keeps_the_row(
     monkeypatch.setattr(_outbox, "sender_for", _no_immediate_send)
     outbox.jobs.enqueue("default", "welcome", {}, session=outbox.session)
     outbox.session.commit()
-    queue = outbox.jobs.queues().queue("default")
+    queue = outbox.jobs.queue_group().queue("default")
     monkeypatch.setattr(queue, "send_batch", lambda entries: [("Throttled", "slow")])
-    relay = OutboxRelay(outbox.store.engine, outbox.jobs.queues())
+    relay = OutboxRelay(outbox.store.engine, outbox.jobs.queue_group())
     assert relay.drain() == 1  # handled once, then backing off
     (row,) = pending_rows(outbox.store)
     assert (row.attempts, row.last_error) == (1, "Throttled: slow")
@@ -339,7 +339,7 @@ def test_the_send_after_commit_never_overtakes_a_waiting_row_of_its_group(
     outbox: Outbox, fifo_app: Flask, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     jobs = fifo_app.extensions["sqs_jobs"]
-    queue = jobs.queues().queue("orders")
+    queue = jobs.queue_group().queue("orders")
     url = outbox.sqs.get_queue_url(QueueName="outbox-order.fifo")["QueueUrl"]
 
     def enqueue(group: str, n: int) -> None:
@@ -357,7 +357,7 @@ def test_the_send_after_commit_never_overtakes_a_waiting_row_of_its_group(
     outbox.session.commit()
     assert flush_all()
     assert [b["payload"]["n"] for b in received(outbox.sqs, url)] == [3]
-    relay = OutboxRelay(outbox.store.engine, jobs.queues())
+    relay = OutboxRelay(outbox.store.engine, jobs.queue_group())
     deadline = time.monotonic() + 10
     sent: list[int] = []
     while len(sent) < 2:  # until the first row's back-off (one second) is over
@@ -378,7 +378,7 @@ def test_the_relay_keeps_fifo_order_per_group(outbox: Outbox, fifo: Flask) -> No
         )
         written.append((group, n, job_id))
     outbox.session.commit()
-    relay = OutboxRelay(outbox.store.engine, jobs.queues(), claim_limit=7)
+    relay = OutboxRelay(outbox.store.engine, jobs.queue_group(), claim_limit=7)
     assert relay.drain() == 30
     url = outbox.sqs.get_queue_url(QueueName="outbox-order.fifo")["QueueUrl"]
     bodies = received(outbox.sqs, url)
@@ -399,7 +399,7 @@ def test_a_backing_off_row_holds_back_its_group_only(
     first = pending_rows(outbox.store)[0]
     with outbox.store.engine.begin() as connection:
         _outbox_rows.mark_failed(connection, {first.id: (0, "Throttled")})
-    relay = OutboxRelay(outbox.store.engine, jobs.queues())
+    relay = OutboxRelay(outbox.store.engine, jobs.queue_group())
     assert relay.drain() == 1
     url = outbox.sqs.get_queue_url(QueueName="outbox-order.fifo")["QueueUrl"]
     assert [b["payload"]["n"] for b in received(outbox.sqs, url)] == [2]

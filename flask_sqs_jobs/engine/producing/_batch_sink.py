@@ -8,8 +8,8 @@ import typing as t
 import structlog
 
 from ..model import MAX_BATCH_ENTRIES
+from ..sqs import aws_error_code
 from ..sqs import discard_unsent
-from ..sqs import error_code
 from ..sqs import message_size
 from ..sqs import offload_entries
 from ..sqs import SqsQueue
@@ -76,4 +76,4 @@ class SqsBatchSink(BatchSink):
             log.warning(
                 "enqueue_batch_failed", sqs_queue=self.queue.name, error=str(exc)
             )
-            return [(error_code(exc), str(exc))] * len(entries)
+            return [(aws_error_code(exc), str(exc))] * len(entries)

@@ -57,10 +57,6 @@ from ._wire import parse_run_at
 from ._wire import scheduled_for
 from ._wire import string_attribute
 
-#: The old name of :func:`aws_error_code`, kept while the producing modules move
-#: to the new one.
-error_code = aws_error_code
-
 __all__ = [
     "read_result",
     "ResultNotKept",
@@ -99,7 +95,6 @@ __all__ = [
     "discard_unsent",
     "dump_json",
     "encode_body",
-    "error_code",
     "fetch_job",
     "format_utc",
     "is_lost_ownership",
