@@ -18,7 +18,7 @@ from .engine.producing import read_job_specs
 from .store.outbox import AfterCommit
 
 if t.TYPE_CHECKING:
-    from ._extension import SQSJobs
+    from ._jobs_facade import JobsFacade
     from .store.sql import SQLAlchemyStore
 
 
@@ -36,13 +36,13 @@ run_eager_after_commit: AfterCommit[cabc.Callable[[], object]] = AfterCommit(
 _checked: weakref.WeakKeyDictionary[sa.Engine, sa.Engine] = weakref.WeakKeyDictionary()
 
 
-def outbox_store(jobs: SQSJobs, app: Flask | None = None) -> SQLAlchemyStore:
+def outbox_store(jobs: JobsFacade, app: Flask | None = None) -> SQLAlchemyStore:
     """The app's store, if it can hold the outbox (see ``AppParts.outbox_store``)."""
     return jobs.parts(app).outbox_store()
 
 
 def enqueue_in_session(
-    jobs: SQSJobs,
+    jobs: JobsFacade,
     session: t.Any,
     queue: str,
     job_type: str,
@@ -74,7 +74,7 @@ def enqueue_in_session(
 
 
 def enqueue_many_in_session(
-    jobs: SQSJobs, session: t.Any, queue: str, specs: cabc.Sequence[JobSpec]
+    jobs: JobsFacade, session: t.Any, queue: str, specs: cabc.Sequence[JobSpec]
 ) -> list[str]:
     """See :meth:`SQSJobs.enqueue_many` with ``session=``."""
     from .store.outbox import add_many_to_outbox

@@ -20,7 +20,7 @@ from .engine.producing import JobSpec
 from .engine.producing import read_job_specs
 
 if t.TYPE_CHECKING:
-    from ._extension import SQSJobs
+    from ._jobs_facade import JobsFacade
 
 
 class Producing:
@@ -77,7 +77,7 @@ class Producing:
                 "job_id": job_id,
             }
             return enqueue_in_session(
-                t.cast("SQSJobs", self), session, queue, job_type, payload, options
+                t.cast("JobsFacade", self), session, queue, job_type, payload, options
             )
         fields = _with_request_id(correlation_fields, state.config.request_id_header)
         return self.queue_group().enqueue(
@@ -116,7 +116,7 @@ class Producing:
             from ._outbox_enqueue import enqueue_many_in_session
 
             return enqueue_many_in_session(
-                t.cast("SQSJobs", self), session, queue, specs
+                t.cast("JobsFacade", self), session, queue, specs
             )
         return self.queue_group().enqueue_many(queue, specs)
 

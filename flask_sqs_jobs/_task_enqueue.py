@@ -12,11 +12,24 @@ from .engine.model import JSONObject
 from .engine.model import new_job_id
 
 if t.TYPE_CHECKING:
-    from ._extension import SQSJobs
-    from ._tasks import Task
+    from ._jobs_facade import JobsFacade
 
 P = t.ParamSpec("P")
 R = t.TypeVar("R")
+R_co = t.TypeVar("R_co", covariant=True)
+
+
+class TaskLike(t.Protocol[P, R_co]):
+    """What the enqueue methods need of a :class:`~flask_sqs_jobs.Task`."""
+
+    name: str
+    jobs: JobsFacade
+
+    def build_payload(
+        self, args: tuple[object, ...], kwargs: cabc.Mapping[str, object]
+    ) -> JSONObject: ...
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +42,7 @@ class EnqueuedJob:
 
     job_id: str
     message_id: str | None
-    _jobs: SQSJobs = dataclasses.field(repr=False, compare=False)
+    _jobs: JobsFacade = dataclasses.field(repr=False, compare=False)
 
     def record(self) -> t.Any:
         """The job's record (``jobs.get_job(job_id)``), or None if it has none.
@@ -71,7 +84,7 @@ class EnqueueOptions:
 class Sender(t.Generic[P, R]):
     """What a task and its bound options share: the enqueue methods."""
 
-    _task: Task[P, R]
+    _task: TaskLike[P, R]
     _options: EnqueueOptions
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueuedJob:
@@ -181,7 +194,7 @@ class Sender(t.Generic[P, R]):
 class TaskOptions(Sender[P, R]):
     """A :class:`Task` with enqueue options bound, from :meth:`Task.options`."""
 
-    def __init__(self, task: Task[P, R], options: EnqueueOptions) -> None:
+    def __init__(self, task: TaskLike[P, R], options: EnqueueOptions) -> None:
         self._task = task
         self._options = options
 

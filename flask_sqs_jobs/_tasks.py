@@ -21,7 +21,7 @@ from .engine.model import Retry
 from .engine.producing import check_json
 
 if t.TYPE_CHECKING:
-    from ._extension import SQSJobs
+    from ._jobs_facade import JobsFacade
 
 P = t.ParamSpec("P")
 R = t.TypeVar("R")
@@ -41,7 +41,7 @@ class Task(Sender[P, R]):
 
     def __init__(
         self,
-        jobs: SQSJobs,
+        jobs: JobsFacade,
         func: cabc.Callable[P, R],
         *,
         queue: str,
@@ -159,7 +159,7 @@ class TaskRegistry:
 
         def decorator(func: cabc.Callable[P, R]) -> Task[P, R]:
             return make_task(
-                t.cast("SQSJobs", self),
+                t.cast("JobsFacade", self),
                 func,
                 queue=queue,
                 name=name,
@@ -172,7 +172,7 @@ class TaskRegistry:
 
 
 def make_task(
-    jobs: SQSJobs,
+    jobs: JobsFacade,
     func: cabc.Callable[P, R],
     *,
     queue: str,
