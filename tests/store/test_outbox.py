@@ -126,6 +126,17 @@ def test_a_commit_sends_the_job_once_with_its_job_id(outbox: Outbox) -> None:
     assert pending_rows(outbox.store) == []
 
 
+def test_a_job_type_a_direct_enqueue_accepts_is_written_and_sent(
+    outbox: Outbox,
+) -> None:
+    job_type = "jobs." + "long_name" * 40  # over 255 characters
+    job_id = outbox.jobs.enqueue("default", job_type, {}, session=outbox.session)
+    outbox.session.commit()  # PostgreSQL refused a varchar(255) overflow here
+    assert flush_all()
+    bodies = received(outbox.sqs, outbox.queue_url)
+    assert [(b["job_type"], b["job_id"]) for b in bodies] == [(job_type, job_id)]
+
+
 @pytest.mark.with_records
 def test_the_send_reports_the_enqueue_to_signals_and_job_records(
     outbox: Outbox,

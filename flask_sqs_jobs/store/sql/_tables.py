@@ -52,7 +52,8 @@ outbox = sa.Table(
     #: The logical queue name (a key of SQS_JOBS_QUEUES).
     sa.Column("queue", sa.String(255), nullable=False),
     sa.Column("job_id", sa.String(128), nullable=False),
-    sa.Column("job_type", sa.String(255), nullable=False),
+    #: Unbounded, as a direct enqueue's job type is (only SQS's size limit).
+    sa.Column("job_type", sa.Text(), nullable=False),
     #: The message body exactly as it will be sent.
     sa.Column("body", sa.Text(), nullable=False),
     #: The message attributes, as JSON in SendMessage's shape.
