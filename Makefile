@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test lint typecheck unit fuzz demo bench docs clean
+.PHONY: test lint typecheck unit fuzz demo bench docs audit clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## make audit: pip-audit over the installed set and over the dependency floors
+## (one line and exit 0 when the advisory service does not answer)
+audit: $(STAMP)
+	$(BIN)/python .ci/audit.py
 
 ## make unit: the fast tier only (moto in-process)
 unit: $(STAMP)
