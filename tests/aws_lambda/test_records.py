@@ -1,8 +1,10 @@
+import typing as t
+
 from flask_sqs_jobs.aws_lambda import batch_item_failures
 from flask_sqs_jobs.aws_lambda import message_of
 
 
-def _record(message_id: str, group: str | None = None) -> dict:
+def _record(message_id: str, group: str | None = None) -> dict[str, t.Any]:
     attributes = {"ApproximateReceiveCount": "1", "SentTimestamp": "1700000000000"}
     if group is not None:
         attributes["MessageGroupId"] = group
