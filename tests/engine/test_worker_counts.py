@@ -214,3 +214,15 @@ def test_status_lists_the_outcomes(sqs: SQSClient, queue_url: str) -> None:
 
     assert status["outcomes"] == worker.stats()["outcomes"]
     assert status["outcomes"]["success"] == 1
+
+
+def test_concurrency_is_served_beside_the_busy_slots(
+    sqs: SQSClient, queue_url: str
+) -> None:
+    worker = JobWorker(one_queue_group(sqs, queue_url), {}, concurrency=4)
+    metrics = PrometheusMetrics()
+    metrics.bind(worker)
+
+    scraped = samples(metrics)
+    assert scraped[("sqs_jobs_concurrency", frozenset())] == 4
+    assert scraped[("sqs_jobs_busy_slots", frozenset())] == 0

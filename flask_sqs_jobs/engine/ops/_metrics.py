@@ -3,6 +3,7 @@
 Series: ``sqs_jobs_jobs_total{queue,job_type,outcome}``,
 ``sqs_jobs_job_duration_seconds{queue,job_type}`` (histogram),
 ``sqs_jobs_receive_errors_total{queue}``, ``sqs_jobs_busy_slots``,
+``sqs_jobs_concurrency`` (slots; utilisation is busy / concurrency),
 ``sqs_jobs_last_receive_age_seconds``, ``sqs_jobs_healthy`` (1 while ``/healthz``
 would answer 200), ``sqs_jobs_malformed_total{queue,reason}``,
 ``sqs_jobs_unknown_job_type_total{queue}``, ``sqs_jobs_schedule_ticks_total{schedule}``
@@ -104,6 +105,9 @@ class PrometheusMetrics(Hooks):
         self.busy_slots = prometheus_client.Gauge(
             "sqs_jobs_busy_slots", "Jobs running now.", registry=self.registry
         )
+        self.concurrency = prometheus_client.Gauge(
+            "sqs_jobs_concurrency", "Jobs that may run at once.", registry=self.registry
+        )
         self.last_receive_age = prometheus_client.Gauge(
             "sqs_jobs_last_receive_age_seconds",
             "Seconds since a receive last completed, empty or not.",
@@ -124,6 +128,7 @@ class PrometheusMetrics(Hooks):
         these metrics binds its own (:meth:`bind_health`).
         """
         self.busy_slots.set_function(lambda: worker.busy_slots)
+        self.concurrency.set_function(lambda: worker.concurrency)
         self.last_receive_age.set_function(lambda: worker.last_receive_age or 0.0)
         self._counts = worker.counts
         bound_at = time.monotonic()
