@@ -118,6 +118,7 @@ def test_a_queue_missing_from_sqs_exits_2_naming_it(
         ("--idle-wait", "21"),
         ("--idle-wait", "-1"),
         ("--processes", "0"),
+        ("--processes", "many"),
     ],
 )
 def test_out_of_range_options_exit_2(
@@ -420,3 +421,26 @@ class TestCreateQueues:
 
         url = sqs.get_queue_url(QueueName="new-orders.fifo")["QueueUrl"]
         assert message_count(sqs, url) == 1
+
+
+def test_processes_auto_starts_one_child_per_usable_core(
+    runner: FlaskCliRunner, ran: list[Payload], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flask_sqs_jobs.commands import _supervisor
+
+    started: list[int] = []
+
+    class CountingSupervisor:
+        def __init__(self, processes: int, *args: object, **kwargs: object) -> None:
+            started.append(processes)
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(_supervisor, "Supervisor", CountingSupervisor)
+    monkeypatch.setattr(os, "process_cpu_count", lambda: 3, raising=False)
+
+    result = runner.invoke(args=["sqs-worker", "--processes", "auto"])
+
+    assert result.exit_code == 0, result.output
+    assert started == [3]

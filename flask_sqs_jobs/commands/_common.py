@@ -6,6 +6,7 @@ import collections.abc as cabc
 import contextlib
 import functools
 import math
+import os
 import sys
 import typing as t
 
@@ -59,6 +60,28 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
         return number
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (``os.process_cpu_count()``; 3.13+)."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)()
+    return max(1, count or 1)
+
+
+class ProcessCount(click.IntRange):
+    """A count of processes of at least 1, or ``auto`` for one per usable core."""
+
+    name = "processes"
+
+    def __init__(self) -> None:
+        super().__init__(min=1)
+
+    def convert(
+        self, value: t.Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> t.Any:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return usable_cores()
+        return super().convert(value, param, ctx)
 
 
 def current_app_and_parts() -> tuple[Flask, AppParts]:

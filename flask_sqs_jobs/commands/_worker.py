@@ -23,6 +23,7 @@ from ._common import check_queue_names
 from ._common import ConfigurationError
 from ._common import current_app_and_parts
 from ._common import FiniteFloatRange
+from ._common import ProcessCount
 from ._common import sqs_errors
 from ._services import worker_services
 
@@ -95,11 +96,12 @@ log = structlog.get_logger(__name__)
 )
 @click.option(
     "--processes",
-    type=click.IntRange(min=1),
+    type=ProcessCount(),
     default=1,
     show_default=True,
     envvar="FLASK_SQS_WORKER_PROCESSES",
-    help="Worker processes, each with --concurrency threads, under one supervisor.",
+    help="Worker processes, each with --concurrency threads, under one supervisor;"
+    " 'auto' for one per usable core.",
 )
 @click.option(
     "--reload",

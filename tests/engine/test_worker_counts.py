@@ -214,3 +214,39 @@ def test_status_lists_the_outcomes(sqs: SQSClient, queue_url: str) -> None:
 
     assert status["outcomes"] == worker.stats()["outcomes"]
     assert status["outcomes"]["success"] == 1
+
+
+def test_concurrency_is_served_beside_the_busy_slots(
+    sqs: SQSClient, queue_url: str
+) -> None:
+    worker = JobWorker(one_queue_group(sqs, queue_url), {}, concurrency=4)
+    metrics = PrometheusMetrics()
+    metrics.bind(worker)
+
+    scraped = samples(metrics)
+    assert scraped[("sqs_jobs_concurrency", frozenset())] == 4
+    assert scraped[("sqs_jobs_busy_slots", frozenset())] == 0
+
+
+def test_queue_wait_is_observed_once_per_received_job(
+    sqs: SQSClient, queue_url: str
+) -> None:
+    group = one_queue_group(sqs, queue_url)
+    group.enqueue("jobs", "ok", {})
+    group.enqueue("jobs", "ok", {})
+    metrics = PrometheusMetrics()
+    worker = JobWorker(
+        group, {"ok": lambda payload: None}, stop_after(2), 0, hooks=[metrics]
+    )
+    metrics.bind(worker)
+    run_cycles(worker)
+
+    scraped = samples(metrics)
+    assert (
+        scraped[("sqs_jobs_queue_wait_seconds_count", frozenset({("queue", "jobs")}))]
+        == 2
+    )
+    assert (
+        scraped[("sqs_jobs_queue_wait_seconds_sum", frozenset({("queue", "jobs")}))]
+        >= 0
+    )

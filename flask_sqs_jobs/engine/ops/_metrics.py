@@ -2,7 +2,9 @@
 
 Series: ``sqs_jobs_jobs_total{queue,job_type,outcome}``,
 ``sqs_jobs_job_duration_seconds{queue,job_type}`` (histogram),
+``sqs_jobs_queue_wait_seconds{queue}`` (histogram: receive time minus sent time),
 ``sqs_jobs_receive_errors_total{queue}``, ``sqs_jobs_busy_slots``,
+``sqs_jobs_concurrency`` (slots; utilisation is busy / concurrency),
 ``sqs_jobs_last_receive_age_seconds``, ``sqs_jobs_healthy`` (1 while ``/healthz``
 would answer 200), ``sqs_jobs_malformed_total{queue,reason}``,
 ``sqs_jobs_unknown_job_type_total{queue}``, ``sqs_jobs_schedule_ticks_total{schedule}``
@@ -82,6 +84,13 @@ class PrometheusMetrics(Hooks):
             ["queue", "job_type", "outcome"],
             registry=self.registry,
         )
+        self.queue_wait = prometheus_client.Histogram(
+            "sqs_jobs_queue_wait_seconds",
+            "Time from SQS accepting a job's message to a worker receiving it.",
+            ["queue"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
         self.duration = prometheus_client.Histogram(
             "sqs_jobs_job_duration_seconds",
             "Time from a job's start to its message being settled.",
@@ -104,6 +113,9 @@ class PrometheusMetrics(Hooks):
         self.busy_slots = prometheus_client.Gauge(
             "sqs_jobs_busy_slots", "Jobs running now.", registry=self.registry
         )
+        self.concurrency = prometheus_client.Gauge(
+            "sqs_jobs_concurrency", "Jobs that may run at once.", registry=self.registry
+        )
         self.last_receive_age = prometheus_client.Gauge(
             "sqs_jobs_last_receive_age_seconds",
             "Seconds since a receive last completed, empty or not.",
@@ -124,6 +136,7 @@ class PrometheusMetrics(Hooks):
         these metrics binds its own (:meth:`bind_health`).
         """
         self.busy_slots.set_function(lambda: worker.busy_slots)
+        self.concurrency.set_function(lambda: worker.concurrency)
         self.last_receive_age.set_function(lambda: worker.last_receive_age or 0.0)
         self._counts = worker.counts
         bound_at = time.monotonic()
@@ -147,6 +160,13 @@ class PrometheusMetrics(Hooks):
         return prometheus_client.generate_latest(self.registry), (
             prometheus_client.CONTENT_TYPE_LATEST
         )
+
+    def job_received(self, job: Job) -> None:
+        if job.sent_at is not None:
+            # Clocks differ a little between SQS and this host: never below 0.
+            self.queue_wait.labels(job.queue).observe(
+                max(0.0, time.time() - job.sent_at)
+            )
 
     def job_finished(
         self,

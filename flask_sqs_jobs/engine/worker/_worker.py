@@ -232,6 +232,11 @@ class JobWorker:
         return self._state.running
 
     @property
+    def concurrency(self) -> int:
+        """How many jobs may run at once (the slots)."""
+        return self._concurrency
+
+    @property
     def last_receive_age(self) -> float | None:
         """Seconds since a receive last completed (empty or not), or since the
         worker started if none has yet; None before :meth:`run`."""
