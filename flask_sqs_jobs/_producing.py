@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections.abc as cabc
 import datetime
 import typing as t
@@ -119,6 +120,15 @@ class Producing:
                 t.cast("JobsFacade", self), session, queue, specs
             )
         return self.queue_group().enqueue_many(queue, specs)
+
+    async def aenqueue_many(
+        self, queue: str, jobs: cabc.Iterable[JobSpec], *, session: t.Any = None
+    ) -> list[str]:
+        """:meth:`enqueue_many` from a coroutine, in a thread (app context kept)."""
+        # to_thread runs the call in a copy of this context, Flask's included.
+        return await asyncio.to_thread(
+            self.enqueue_many, queue, list(jobs), session=session
+        )
 
 
 def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | None:

@@ -159,6 +159,12 @@ class Sender(t.Generic[P, R]):
         # to_thread runs the call in a copy of this context, Flask's included.
         return await asyncio.to_thread(self.enqueue, *args, **kwargs)
 
+    async def aenqueue_many(
+        self, calls: cabc.Iterable[cabc.Mapping[str, t.Any]]
+    ) -> list[EnqueuedJob]:
+        """:meth:`enqueue_many` from a coroutine, in a thread (app context kept)."""
+        return await asyncio.to_thread(self.enqueue_many, list(calls))
+
     def options(
         self,
         *,

@@ -425,6 +425,58 @@ class TestAenqueue:
         (job,) = sent_jobs(sqs, queue_urls["default"])
         assert (job.payload, job.message_id) == ({"user_id": 9}, enqueued.message_id)
 
+    def test_aenqueue_many_sends_every_job_from_a_coroutine(
+        self,
+        bare_app: Flask,
+        sqs: SQSClient,
+        queue_urls: dict[str, str],
+        send_welcome: Task[..., str],
+    ) -> None:
+        async def view() -> list[EnqueuedJob]:
+            sender = send_welcome.options(queue="default")
+            return await sender.aenqueue_many([{"user_id": 1}, {"user_id": 2}])
+
+        with bare_app.app_context():
+            enqueued = asyncio.run(view())
+
+        sent = sent_jobs(sqs, queue_urls["default"])
+        assert sorted(job.payload["user_id"] for job in sent) == [1, 2]
+        assert {job.message_id for job in sent} == {e.message_id for e in enqueued}
+
+    def test_jobs_aenqueue_many_sends_from_a_coroutine(
+        self,
+        bare_app: Flask,
+        jobs: SQSJobs,
+        sqs: SQSClient,
+        queue_urls: dict[str, str],
+        send_welcome: Task[..., str],
+    ) -> None:
+        async def view() -> list[str]:
+            return await jobs.aenqueue_many(
+                "default", [(send_welcome.name, {"user_id": 3})]
+            )
+
+        with bare_app.app_context():
+            (message_id,) = asyncio.run(view())
+
+        (job,) = sent_jobs(sqs, queue_urls["default"])
+        assert (job.payload, job.message_id) == ({"user_id": 3}, message_id)
+
+    def test_aenqueue_many_checks_every_call_before_sending(
+        self,
+        bare_app: Flask,
+        sqs: SQSClient,
+        queue_urls: dict[str, str],
+        send_welcome: Task[..., str],
+    ) -> None:
+        with bare_app.app_context(), pytest.raises(TypeError, match=r"calls\[1\]"):
+            asyncio.run(
+                send_welcome.options(queue="default").aenqueue_many(
+                    [{"user_id": 1}, {}]
+                )
+            )
+        assert sent_jobs(sqs, queue_urls["default"]) == []
+
     def test_aenqueue_checks_arguments_too(
         self, bare_app: Flask, send_welcome: Task[..., str]
     ) -> None:

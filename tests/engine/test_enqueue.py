@@ -103,7 +103,7 @@ def test_correlation_fields_travel_in_one_json_string_attribute(
     group.enqueue("jobs", "ping", {}, correlation_fields=fields)
 
     attributes = only_message(sqs, queue_url)["MessageAttributes"]
-    assert set(attributes) == {"correlation_fields"}
+    assert set(attributes) == {"correlation_fields", "job_type"}
     assert attributes["correlation_fields"]["DataType"] == "String"
     assert json.loads(attributes["correlation_fields"]["StringValue"]) == fields
 
@@ -122,7 +122,7 @@ def test_trace_headers_set_by_a_produce_middleware_travel_one_attribute_each(
     attributes = only_message(sqs, queue_url)["MessageAttributes"]
     assert attributes == {
         name: {"DataType": "String", "StringValue": value}
-        for name, value in headers.items()
+        for name, value in {**headers, "job_type": "ping"}.items()
     }
 
 
@@ -162,7 +162,10 @@ def test_every_kind_of_attribute_sqs_accepts_is_sent(
         "jobs", "ping", {}, message_attributes=attributes
     )
 
-    assert only_message(sqs, queue_url)["MessageAttributes"] == attributes
+    assert only_message(sqs, queue_url)["MessageAttributes"] == {
+        **attributes,
+        "job_type": {"DataType": "String", "StringValue": "ping"},
+    }
 
 
 def test_propagation_attributes_beyond_ten_are_dropped_from_the_end_with_a_warning(
@@ -188,7 +191,37 @@ def test_propagation_attributes_beyond_ten_are_dropped_from_the_end_with_a_warni
     assert set(attributes) == {*caller, "correlation_fields", "h1"}
     warning = only_event(logs, "propagation_attributes_dropped")
     assert warning["log_level"] == "warning"
-    assert warning["dropped"] == ["h2", "h3"]
+    assert warning["dropped"] == ["h2", "h3", "job_type"]
+
+
+def test_every_message_carries_its_job_type_which_is_dropped_first_at_the_limit(
+    sqs: SQSClient, queue_url: str, logs: list[EventDict]
+) -> None:
+    group = one_queue_group(sqs, queue_url)
+    caller = {
+        f"attr{i}": {"DataType": "String", "StringValue": str(i)} for i in range(9)
+    }
+
+    group.enqueue("jobs", "ping", {}, message_attributes={"attr0": caller["attr0"]})
+    group.enqueue(
+        "jobs",
+        "ping",
+        {},
+        correlation_fields={"request_id": "r-1"},
+        message_attributes=caller,
+    )
+
+    first, second = sorted(
+        visible_messages(sqs, queue_url),
+        key=lambda message: len(message["MessageAttributes"]),
+    )
+    assert first["MessageAttributes"]["job_type"] == {
+        "DataType": "String",
+        "StringValue": "ping",
+    }
+    assert set(second["MessageAttributes"]) == {*caller, "correlation_fields"}
+    warning = only_event(logs, "propagation_attributes_dropped")
+    assert warning["dropped"] == ["job_type"]
 
 
 def test_enqueue_logs_job_enqueued_with_queue_job_type_and_message_id(

@@ -143,9 +143,13 @@ def test_options_of_a_dict_job_apply_to_that_job(
     (request,) = spy.calls_to("send_message_batch")
     first, second = request["Entries"]
     assert first["DelaySeconds"] == 60
-    assert set(first["MessageAttributes"]) == {"correlation_fields", "tenant"}
+    assert set(first["MessageAttributes"]) == {
+        "correlation_fields",
+        "tenant",
+        "job_type",
+    }
     assert "DelaySeconds" not in second
-    assert "MessageAttributes" not in second
+    assert set(second["MessageAttributes"]) == {"job_type"}
 
 
 class PartlyRefusing(SpyClient):

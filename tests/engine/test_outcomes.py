@@ -502,7 +502,7 @@ class TestDeadLetters:
             "receive_count",
         }
         assert attributes == original["MessageAttributes"]
-        assert set(attributes) == {"correlation_fields", "tenant"}
+        assert set(attributes) == {"correlation_fields", "tenant", "job_type"}
         assert reason["error_type"] == "ValueError"
         assert reason["error"] == "card declined"
         assert reason["source_queue"] == "jobs"

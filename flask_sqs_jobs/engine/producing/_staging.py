@@ -96,7 +96,10 @@ def _send_params(
         job.job_type, job.payload, options.run_at, job.job_id, payload_json=payload_json
     )
     attributes, dropped = build_attributes(
-        job.correlation_fields, job.trace_headers, options.message_attributes
+        job.correlation_fields,
+        job.trace_headers,
+        options.message_attributes,
+        job_type=job.job_type,
     )
     size = message_size(body, attributes)
     limit = queue.max_message_size

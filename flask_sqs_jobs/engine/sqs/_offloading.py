@@ -15,6 +15,7 @@ from ._large_payloads import Pointer
 from ._large_payloads import SIZE_ATTRIBUTE
 from ._large_payloads import size_attribute
 from ._queue import SqsQueue
+from ._wire import JOB_TYPE_ATTRIBUTE
 from ._wire import message_size
 
 log = structlog.get_logger(__name__)
@@ -37,6 +38,15 @@ def check_room(
             f"the job's body is {stored:,} bytes, more than the large payloads'"
             f" max_bytes ({large.max_bytes:,}), the largest object a worker reads;"
             " send less (pass a reference to the data) or raise max_bytes"
+        )
+    if len(attributes) >= MAX_MESSAGE_ATTRIBUTES and attributes.pop(
+        JOB_TYPE_ATTRIBUTE, None
+    ):
+        # The job_type attribute is the first to give way, here to the size marker.
+        log.warning(
+            "propagation_attributes_dropped",
+            queue=queue.url,
+            dropped=[JOB_TYPE_ATTRIBUTE],
         )
     if len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
         raise ValueError(

@@ -35,8 +35,15 @@ CORRELATION_FIELDS_ATTRIBUTE = "correlation_fields"
 DEAD_LETTER_ATTRIBUTE = "dead_letter"
 #: A periodic job's tick (attribute or body key); see docs/wire-format.md.
 SCHEDULED_FOR = "scheduled_for"
+#: Every message's String attribute naming its job type (for consoles and filters).
+JOB_TYPE_ATTRIBUTE = "job_type"
 _RESERVED_ATTRIBUTES = frozenset(
-    {CORRELATION_FIELDS_ATTRIBUTE, DEAD_LETTER_ATTRIBUTE, SCHEDULED_FOR}
+    {
+        CORRELATION_FIELDS_ATTRIBUTE,
+        DEAD_LETTER_ATTRIBUTE,
+        SCHEDULED_FOR,
+        JOB_TYPE_ATTRIBUTE,
+    }
 )
 
 # Characters SQS refuses in a body or a String attribute (surrogates and the
@@ -157,12 +164,14 @@ def build_attributes(
     correlation_fields: JSONObject,
     trace_headers: dict[str, str],
     caller_attributes: MessageAttributes | None,
+    job_type: str | None = None,
 ) -> tuple[MessageAttributes, list[str]]:
     """Merge propagation attributes with the caller's, within the SQS limit.
 
     The caller's attributes win. Propagation attributes (``correlation_fields``
-    first, then each trace header) are dropped from the end until at most
-    :data:`MAX_MESSAGE_ATTRIBUTES` remain; their names are returned.
+    first, then each trace header, then ``job_type``) are dropped from the end
+    until at most :data:`MAX_MESSAGE_ATTRIBUTES` remain; their names are
+    returned.
     """
     caller = caller_attributes or {}
     propagation: MessageAttributes = {}
@@ -172,6 +181,8 @@ def build_attributes(
     for name, value in trace_headers.items():
         if value and name not in _RESERVED_ATTRIBUTES:
             propagation[name] = string_attribute(str(value))
+    if job_type:
+        propagation[JOB_TYPE_ATTRIBUTE] = string_attribute(job_type)
     kept = [name for name in propagation if name not in caller]
     room = max(0, MAX_MESSAGE_ATTRIBUTES - len(caller))
     dropped = kept[room:]
