@@ -8,8 +8,8 @@ import pytest
 import sqlalchemy as sa
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.engine.model import stored_key
 from flask_sqs_jobs.engine.model._idempotency_keys import payload_fingerprint
-from flask_sqs_jobs.engine.worker._idempotent_run import stored_key
 from flask_sqs_jobs.store.sql._tables import idempotency
 
 from tests.idempotency.conftest import Finished

@@ -36,9 +36,13 @@ from ._hooks import ErrorKind
 from ._hooks import Hooks
 from ._idempotency_keys import Claim
 from ._idempotency_keys import ClaimState
+from ._idempotency_keys import fingerprint_of
 from ._idempotency_keys import IdempotencyKeys
+from ._idempotency_keys import key_of
+from ._idempotency_keys import MAX_KEY_LENGTH
 from ._idempotency_keys import MAX_RESULT_BYTES
 from ._idempotency_keys import payload_fingerprint
+from ._idempotency_keys import stored_key
 from ._isolation import call_hook
 from ._job import Job
 from ._job import JSONObject
@@ -130,6 +134,10 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_MESSAGE_ATTRIBUTES",
     "MAX_RESULT_BYTES",
+    "MAX_KEY_LENGTH",
+    "fingerprint_of",
+    "key_of",
+    "stored_key",
     "MAX_VISIBILITY_TIMEOUT",
     "MAX_WAIT_SECONDS",
     "MultiHooks",

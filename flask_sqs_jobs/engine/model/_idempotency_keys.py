@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import typing as t
+import urllib.parse
 
+from ._exceptions import NonRetryableError
+from ._handlers import GLOBAL_SCOPE
+from ._handlers import JobHandler
+from ._job import Job
 from ._job import JSONObject
 
 #: The largest JSON result (UTF-8 bytes) kept with a completed key or a record.
 MAX_RESULT_BYTES = 64 * 1024
+
+#: The longest key a key function may return (the key column's width).
+MAX_KEY_LENGTH = 255
 
 
 class ClaimState(enum.Enum):
@@ -97,3 +106,57 @@ def payload_fingerprint(payload: JSONObject, job_type: str | None = None) -> str
         hashed, sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def key_of(job: Job, handler: JobHandler) -> str:
+    """The job's idempotency key: the key function's, or its job id."""
+    if handler.idempotency_key is None:
+        return t.cast(str, job.job_id)
+    try:
+        key = handler.idempotency_key(job.payload)
+    except Exception as exc:
+        raise NonRetryableError(
+            f"the idempotency_key function of job type {job.job_type!r} raised"
+            f" {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH:
+        shown = repr(key)[:80]
+        raise NonRetryableError(
+            f"the idempotency_key function of job type {job.job_type!r} returned"
+            f" {shown}; it must return a non-empty str of at most"
+            f" {MAX_KEY_LENGTH} characters"
+        )
+    return key
+
+
+def stored_key(job_type: str, key: str, scope: str) -> str:
+    """The key as stored: ``<job type>:<key>``, or ``:<key>`` in the global scope.
+
+    The job type is percent-encoded (so it holds no ``:`` and one job type's
+    keys never meet another's); a stored key over :data:`MAX_KEY_LENGTH`
+    characters becomes ``#`` and the SHA-256 of it, which no other stored key
+    starts with.
+    """
+    namespace = (
+        ""
+        if scope == GLOBAL_SCOPE
+        else urllib.parse.quote(job_type, safe="", errors="surrogatepass")
+    )
+    stored = f"{namespace}:{key}"
+    if len(stored) <= MAX_KEY_LENGTH:
+        return stored
+    digest = hashlib.sha256(stored.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"#{digest}"
+
+
+def fingerprint_of(job: Job, handler: JobHandler) -> str:
+    """The payload's hash, with the job type unless the key is shared on purpose."""
+    job_type = None if handler.idempotency_scope == GLOBAL_SCOPE else job.job_type
+    try:
+        return payload_fingerprint(job.payload, job_type)
+    except (RecursionError, TypeError, ValueError) as exc:
+        # Unreachable for a decoded body (it is bounded); never a store failure.
+        raise NonRetryableError(
+            f"the payload of job type {job.job_type!r} cannot be hashed for its"
+            f" idempotency key: {type(exc).__name__}"
+        ) from exc

@@ -15,37 +15,33 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
-import hashlib
 import math
 import typing as t
-import urllib.parse
 
 import structlog
 
 from ..model import ClaimState
-from ..model import GLOBAL_SCOPE
+from ..model import fingerprint_of
 from ..model import IdempotencyConflictError
 from ..model import IdempotencyKeys
 from ..model import Job
 from ..model import JobHandler
 from ..model import JobRuntime
 from ..model import JobSession
+from ..model import key_of
 from ..model import loggable_text
 from ..model import MAX_RESULT_BYTES
 from ..model import NonRetryableError
 from ..model import Outcome
-from ..model import payload_fingerprint
 from ..model import RetryJob
 from ..model import SessionFactory
+from ..model import stored_key
 from ..sqs import result_json
 from ..sqs import ResultNotKept
 from ._delivery import Delivery
 from ._ran import HandlerResult
 
 log = structlog.get_logger(__name__)
-
-#: The longest key a key function may return (the key column's width).
-MAX_KEY_LENGTH = 255
 
 #: Reports a failed call on the store (to ``worker_error``, kind ``"store"``).
 StoreErrors: t.TypeAlias = cabc.Callable[[BaseException], None]
@@ -193,7 +189,7 @@ class JobGuard:
         try:
             key = key_of(job, handler)
             stored = stored_key(job.job_type, key, handler.idempotency_scope)
-            payload_hash = _fingerprint(job, handler)
+            payload_hash = fingerprint_of(job, handler)
         except NonRetryableError as exc:
             return HandlerResult(Outcome.DELETE, exc)
         try:
@@ -287,60 +283,6 @@ class JobGuard:
                 )
             return None
         return result
-
-
-def key_of(job: Job, handler: JobHandler) -> str:
-    """The job's idempotency key: the key function's, or its job id."""
-    if handler.idempotency_key is None:
-        return t.cast(str, job.job_id)
-    try:
-        key = handler.idempotency_key(job.payload)
-    except Exception as exc:
-        raise NonRetryableError(
-            f"the idempotency_key function of job type {job.job_type!r} raised"
-            f" {type(exc).__name__}: {exc}"
-        ) from exc
-    if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH:
-        shown = repr(key)[:80]
-        raise NonRetryableError(
-            f"the idempotency_key function of job type {job.job_type!r} returned"
-            f" {shown}; it must return a non-empty str of at most"
-            f" {MAX_KEY_LENGTH} characters"
-        )
-    return key
-
-
-def stored_key(job_type: str, key: str, scope: str) -> str:
-    """The key as stored: ``<job type>:<key>``, or ``:<key>`` in the global scope.
-
-    The job type is percent-encoded (so it holds no ``:`` and one job type's
-    keys never meet another's); a stored key over :data:`MAX_KEY_LENGTH`
-    characters becomes ``#`` and the SHA-256 of it, which no other stored key
-    starts with.
-    """
-    namespace = (
-        ""
-        if scope == GLOBAL_SCOPE
-        else urllib.parse.quote(job_type, safe="", errors="surrogatepass")
-    )
-    stored = f"{namespace}:{key}"
-    if len(stored) <= MAX_KEY_LENGTH:
-        return stored
-    digest = hashlib.sha256(stored.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"#{digest}"
-
-
-def _fingerprint(job: Job, handler: JobHandler) -> str:
-    """The payload's hash, with the job type unless the key is shared on purpose."""
-    job_type = None if handler.idempotency_scope == GLOBAL_SCOPE else job.job_type
-    try:
-        return payload_fingerprint(job.payload, job_type)
-    except (RecursionError, TypeError, ValueError) as exc:
-        # Unreachable for a decoded body (it is bounded); never a store failure.
-        raise NonRetryableError(
-            f"the payload of job type {job.job_type!r} cannot be hashed for its"
-            f" idempotency key: {type(exc).__name__}"
-        ) from exc
 
 
 def _lease_seconds(delivery: Delivery, handler: JobHandler) -> float:
