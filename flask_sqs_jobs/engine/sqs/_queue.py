@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import typing as t
@@ -22,6 +21,7 @@ from ._errors import QUEUE_DOES_NOT_EXIST_CODES
 from ._group_commit import GroupCommit
 from ._queue_options import check_queue_options as check_queue_options
 from ._queue_options import DEFAULT_HEARTBEAT_FRACTION
+from ._queue_options import parse_redrive_policy
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -235,18 +235,7 @@ class SqsQueue:
         cached_raw, parsed = self._parsed_redrive_policy
         if raw == cached_raw:
             return parsed
-        parsed = None
-        if raw:
-            try:
-                policy = json.loads(raw)
-                parsed = (
-                    str(policy["deadLetterTargetArn"]),
-                    int(policy["maxReceiveCount"]),
-                )
-            except (ValueError, KeyError, TypeError):
-                log.warning(
-                    "redrive_policy_unreadable", sqs_queue=self.name, policy=raw
-                )
+        parsed = parse_redrive_policy(raw, self.name) if raw else None
         self._parsed_redrive_policy = (raw, parsed)
         return parsed
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import typing as t
+
+import structlog
 
 from ..model import is_finite_number
 from ..model import MAX_VISIBILITY_TIMEOUT
+
+log = structlog.get_logger(__name__)
 
 #: The heartbeat's default: it extends a lease every third of its timeout.
 DEFAULT_HEARTBEAT_FRACTION = 1 / 3
@@ -59,3 +64,17 @@ def check_queue_options(
             f" {MAX_HEARTBEAT_FRACTION} (the share of the visibility timeout between"
             f" two extensions; default 1/3); got {heartbeat_fraction!r}"
         )
+
+
+def parse_redrive_policy(raw: str, queue_name: str) -> tuple[str, int] | None:
+    """``(dead-letter queue ARN, maxReceiveCount)`` from a RedrivePolicy attribute.
+
+    An unreadable policy is logged (``redrive_policy_unreadable``) and read as
+    none: the queue then works without a redrive, as SQS would.
+    """
+    try:
+        policy = json.loads(raw)
+        return str(policy["deadLetterTargetArn"]), int(policy["maxReceiveCount"])
+    except (ValueError, KeyError, TypeError):
+        log.warning("redrive_policy_unreadable", sqs_queue=queue_name, policy=raw)
+        return None
