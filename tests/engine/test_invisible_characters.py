@@ -10,8 +10,8 @@ import typing as t
 import unicodedata
 
 import pytest
-from flask_sqs_jobs.engine.model._untrusted import escape
-from flask_sqs_jobs.engine.model._untrusted import loggable_text
+from flask_sqs_jobs.engine.model.untrusted._text import escape
+from flask_sqs_jobs.engine.model.untrusted._text import loggable_text
 
 from tests.engine.helpers import events
 from tests.engine.test_untrusted_logging import run_jobs

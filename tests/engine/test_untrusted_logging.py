@@ -12,15 +12,15 @@ import pytest
 import structlog
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import JobWorker
-from flask_sqs_jobs.engine.model import _untrusted
 from flask_sqs_jobs.engine.model._log_keys import RESERVED_LOG_KEYS
-from flask_sqs_jobs.engine.model._untrusted import escape
-from flask_sqs_jobs.engine.model._untrusted import FieldNames
-from flask_sqs_jobs.engine.model._untrusted import loggable_text
-from flask_sqs_jobs.engine.model._untrusted import MAX_CORRELATION_FIELDS
-from flask_sqs_jobs.engine.model._untrusted import MAX_LOGGED_TEXT
-from flask_sqs_jobs.engine.model._untrusted import trim_correlation_fields
-from flask_sqs_jobs.engine.model._untrusted import TRUNCATION_MARK
+from flask_sqs_jobs.engine.model.untrusted import _text as _untrusted
+from flask_sqs_jobs.engine.model.untrusted._text import escape
+from flask_sqs_jobs.engine.model.untrusted._text import FieldNames
+from flask_sqs_jobs.engine.model.untrusted._text import loggable_text
+from flask_sqs_jobs.engine.model.untrusted._text import MAX_CORRELATION_FIELDS
+from flask_sqs_jobs.engine.model.untrusted._text import MAX_LOGGED_TEXT
+from flask_sqs_jobs.engine.model.untrusted._text import trim_correlation_fields
+from flask_sqs_jobs.engine.model.untrusted._text import TRUNCATION_MARK
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -84,14 +84,14 @@ from ._retry import Retry
 from ._retry import Verdict
 from ._services import running
 from ._services import WorkerService
-from ._shown_json import is_unreadable
-from ._shown_json import loads_shown
-from ._shown_json import shown
-from ._shown_json import UNREADABLE
-from ._untrusted import escape
-from ._untrusted import loggable_text
-from ._untrusted import trim_correlation_fields
 from ._worker_counts import WorkerCounts
+from .untrusted import escape
+from .untrusted import is_unreadable
+from .untrusted import loads_shown
+from .untrusted import loggable_text
+from .untrusted import shown
+from .untrusted import trim_correlation_fields
+from .untrusted import UNREADABLE
 
 __all__ = [
     "RESERVED_LOG_KEYS",

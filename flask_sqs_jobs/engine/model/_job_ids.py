@@ -6,7 +6,7 @@ import re
 import typing as t
 import uuid
 
-from ._untrusted import loggable_text
+from .untrusted import loggable_text
 
 #: The longest job id accepted.
 MAX_JOB_ID_LENGTH = 128

@@ -12,7 +12,7 @@ import typing as t
 
 import structlog
 
-from ._untrusted import loggable_text
+from .untrusted import loggable_text
 
 log = structlog.get_logger(__name__)
 

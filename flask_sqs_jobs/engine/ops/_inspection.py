@@ -246,7 +246,7 @@ def describe_dead_letter(message: cabc.Mapping[str, t.Any]) -> dict[str, t.Any]:
     """What an operator needs to know about one dead letter.
 
     A payload or reason nested too deep to show is ``{"unreadable": why}``
-    (:mod:`~flask_sqs_jobs.engine._shown_json`).
+    (:mod:`flask_sqs_jobs.engine.model.untrusted`).
     """
     body = message.get("Body", "")
     decoded = decode_body(body)
