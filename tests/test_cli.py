@@ -119,6 +119,15 @@ def test_a_queue_missing_from_sqs_exits_2_naming_it(
         ("--idle-wait", "-1"),
         ("--processes", "0"),
         ("--processes", "many"),
+        ("--max-jobs", "0"),
+        ("--max-jobs", "-3"),
+        ("--max-jobs", "many"),
+        ("--max-memory-mb", "0"),
+        ("--max-memory-mb", "-1"),
+        ("--max-memory-mb", "1.5GB"),
+        ("--max-age", "0"),
+        ("--max-age", "-60"),
+        ("--max-age", "an hour"),
     ],
 )
 def test_out_of_range_options_exit_2(
@@ -130,7 +139,9 @@ def test_out_of_range_options_exit_2(
     assert f"Invalid value for '{option}'" in result.stderr
 
 
-@pytest.mark.parametrize("option", ["--shutdown-timeout", "--health-max-age"])
+@pytest.mark.parametrize(
+    "option", ["--shutdown-timeout", "--health-max-age", "--max-age"]
+)
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400"])
 def test_seconds_that_are_not_finite_exit_2(
     runner: FlaskCliRunner, ran: list[Payload], option: str, value: str

@@ -15,6 +15,7 @@ supervisor itself never talks to SQS.
   once a process ran for a minute). One exiting 1 (persistent receive
   failures) or 2 (configuration) stops the others gracefully, and the
   supervisor exits with that status; one exiting 0 by itself stops them too.
+  One exiting ``EXIT_RECYCLED`` (``--max-jobs`` ...) is replaced at once.
 - Health (:mod:`._supervisor_health`): each worker process serves its own
   on an ephemeral 127.0.0.1 port, which it reports through a socket pair; the
   supervisor serves the one public port for all of them.
@@ -45,6 +46,7 @@ import structlog
 from ..engine.model import EXIT_CRASHED
 from ..engine.model import EXIT_OK
 from ..engine.model import EXIT_RECEIVE_FAILURES
+from ..engine.model import EXIT_RECYCLED
 from ..engine.model import EXIT_USAGE
 from ._supervisor_health import Child
 from ._supervisor_health import SupervisorHealth
@@ -266,6 +268,10 @@ class Supervisor:
             self._status = max(self._status, code)
         if self._stopping:
             log.info("worker_process_exited", process=child.index, pid=pid, **how)
+        elif code == EXIT_RECYCLED:
+            with self._lock:
+                child.restart_at = now
+            log.info("worker_process_recycled", process=child.index, pid=pid)
         elif code in (EXIT_OK, *_STOPPING):
             log.warning(
                 "worker_process_exited",

@@ -14,6 +14,8 @@ from flask import Flask
 from flask.cli import with_appcontext
 
 from ..config import missing_store_error
+from ..engine.model import EXIT_OK
+from ..engine.model import EXIT_RECYCLED
 from ..engine.model import QueueNotFoundError
 from ..engine.model import running
 from ..engine.ops import HealthServer
@@ -25,6 +27,9 @@ from ._common import current_app_and_parts
 from ._common import FiniteFloatRange
 from ._common import ProcessCount
 from ._common import sqs_errors
+from ._recycling import RecycleLimits
+from ._recycling import Recycler
+from ._recycling import recycling_options
 from ._services import worker_services
 
 if t.TYPE_CHECKING:
@@ -118,6 +123,7 @@ log = structlog.get_logger(__name__)
     help="Do not relay the transactional outbox's jobs (relayed by default when"
     " the app has a SQLAlchemy job store).",
 )
+@recycling_options
 @with_appcontext
 def worker_command(
     queue_names: tuple[str, ...],
@@ -130,11 +136,15 @@ def worker_command(
     processes: int,
     reload: bool = False,
     no_outbox_relay: bool = False,
+    max_jobs: int | None = None,
+    max_memory_mb: int | None = None,
+    max_age: float | None = None,
 ) -> None:
     """Run a worker for this app's job handlers.
 
     SIGTERM or SIGINT stops it gracefully: nothing more is received, running
-    jobs finish, and it exits 0. A second signal exits at once, releasing
+    jobs finish, and it exits 0 (so it does after ``--max-jobs``,
+    ``--max-memory-mb`` or ``--max-age``). A second signal exits at once, releasing
     every message it holds. Exit status 1 means every queue failed to receive
     10 times in a row; 2 means a usage or configuration error.
 
@@ -182,6 +192,8 @@ def worker_command(
         shutdown_timeout=shutdown_timeout,
         health_max_age=health_max_age,
         outbox_relay=not no_outbox_relay,
+        recycle=RecycleLimits(max_jobs, max_memory_mb, max_age),
+        recycled_status=EXIT_OK if processes == 1 else EXIT_RECYCLED,
     )
     from ._reloading import reloaded_channel
     from ._reloading import serve_reloaded
@@ -227,6 +239,9 @@ class WorkerOptions:
     health_max_age: float
     #: Run the transactional outbox's relay beside the worker.
     outbox_relay: bool = True
+    #: When the process retires itself, and the status it then exits with.
+    recycle: RecycleLimits = dataclasses.field(default_factory=RecycleLimits)
+    recycled_status: int = EXIT_OK
 
 
 def run_one_worker(
@@ -247,13 +262,16 @@ def run_one_worker(
     """
     queue_names = options.queue_names
     metrics = _metrics() if health_port is not None else None
+    recycler = Recycler(options.recycle) if options.recycle else None
+    hooks = [h for h in (metrics, recycler) if h is not None]
     with sqs_errors(parts):
         worker = parts.create_worker(
             queues=queue_names or None,
             concurrency=options.concurrency,
             idle_wait_seconds=options.idle_wait,
+            should_stop=recycler,
             shutdown_timeout=options.shutdown_timeout,
-            hooks=[metrics] if metrics is not None else (),
+            hooks=hooks,
         )
         _check_queues_exist(parts, queue_names or parts.config.queues)
     health = None
@@ -273,10 +291,13 @@ def run_one_worker(
             on_health_started(health.port)
     try:
         with running(worker_services(app, parts, worker, options)):
-            return run_until_signalled(worker)
+            status = run_until_signalled(worker)
     finally:
         if health is not None:
             health.stop()
+    if status == EXIT_OK and recycler is not None and recycler.reason is not None:
+        return options.recycled_status
+    return status
 
 
 def _metrics() -> PrometheusMetrics | None:

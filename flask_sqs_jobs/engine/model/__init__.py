@@ -20,6 +20,7 @@ from ._exceptions import UnknownQueueError
 from ._exit_status import EXIT_CRASHED
 from ._exit_status import EXIT_OK
 from ._exit_status import EXIT_RECEIVE_FAILURES
+from ._exit_status import EXIT_RECYCLED
 from ._exit_status import EXIT_SQS_ERROR
 from ._exit_status import EXIT_USAGE
 from ._handlers import as_job_handler
@@ -101,6 +102,7 @@ __all__ = [
     "EXIT_USAGE",
     "EXIT_SQS_ERROR",
     "EXIT_RECEIVE_FAILURES",
+    "EXIT_RECYCLED",
     "EXIT_OK",
     "EXIT_CRASHED",
     "reset_trace_injectors",

@@ -16,3 +16,7 @@ EXIT_SQS_ERROR = 1
 EXIT_USAGE = 2
 #: A worker process died of an unexpected exception (``EX_SOFTWARE``).
 EXIT_CRASHED = 70
+#: A worker process of ``--processes`` reached a recycling limit and stopped
+#: gracefully: its supervisor replaces it at once. A single worker process
+#: exits :data:`EXIT_OK` instead (SPEC).
+EXIT_RECYCLED = 75
