@@ -16,8 +16,8 @@ from ._runner import run_until_signalled
 from ._runner import run_worker
 from ._running import JobRunner
 from ._settling import Settler
+from ._shutdown import pause
 from ._worker import JobWorker
-from ._worker import pause
 
 __all__ = [
     "Delivery",

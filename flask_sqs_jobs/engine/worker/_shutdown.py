@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import collections
 import collections.abc as cabc
+import contextvars
+import threading
 import time
 import typing as t
 
@@ -25,6 +27,26 @@ from ._receiver import Receiver
 from ._worker_state import WorkerState
 
 log = structlog.get_logger("flask_sqs_jobs.engine.worker._worker")
+
+#: The stop event of the worker whose polling loop runs in this context.
+worker_stop_event: contextvars.ContextVar[threading.Event] = contextvars.ContextVar(
+    "flask_sqs_jobs.worker_stop_event"
+)
+
+
+def pause(seconds: float) -> bool:
+    """Sleep up to ``seconds``, waking at once if the running worker is asked to stop.
+
+    For ``poll`` middleware that holds a worker back (e.g. while a deploy
+    drains): it returns True when a stop was requested. Outside a worker's
+    polling loop it simply sleeps.
+    """
+    event = worker_stop_event.get(None)
+    if event is None:
+        time.sleep(seconds)
+        return False
+    return event.wait(seconds)
+
 
 #: After the shutdown deadline, how long aborted handlers may take to return.
 ABORT_GRACE_SECONDS = 2.0

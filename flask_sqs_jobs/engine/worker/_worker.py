@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextvars
-import threading
 import time
 import typing as t
 
@@ -43,6 +42,7 @@ from ._running import JobRunner
 from ._settling import Settler
 from ._shutdown import release_leases
 from ._shutdown import Shutdown
+from ._shutdown import worker_stop_event
 from ._slots import CycleThread
 from ._slots import JobProcessing
 from ._slots import SlotThreads
@@ -54,24 +54,6 @@ log = structlog.get_logger(__name__)
 #: its DeleteMessageBatch request. The slot is already free by then, so the
 #: wait costs no throughput, only requests.
 DELETE_LINGER_SECONDS = 0.01
-
-_stop_event: contextvars.ContextVar[threading.Event] = contextvars.ContextVar(
-    "flask_sqs_jobs.worker_stop_event"
-)
-
-
-def pause(seconds: float) -> bool:
-    """Sleep up to ``seconds``, waking at once if the running worker is asked to stop.
-
-    For ``poll`` middleware that holds a worker back (e.g. while a deploy
-    drains): it returns True when a stop was requested. Outside a worker's
-    polling loop it simply sleeps.
-    """
-    event = _stop_event.get(None)
-    if event is None:
-        time.sleep(seconds)
-        return False
-    return event.wait(seconds)
 
 
 class JobWorker:
@@ -272,7 +254,7 @@ class JobWorker:
         queues' settings) before ``worker_started``; the shutdown runs
         whatever ended the loop, before ``worker_stopped``.
         """
-        _stop_event.set(self.stop_event)
+        worker_stop_event.set(self.stop_event)
         state = self._state
         state.mark_started()
         self._heartbeat.start()
