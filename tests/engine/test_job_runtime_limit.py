@@ -39,6 +39,7 @@ def run_once(client: SQSClient, url: str, handlers: dict[str, t.Any]) -> None:
         (math.inf, ValueError),
         (43_201, ValueError),
         (10**400, ValueError),
+        pytest.param(10**5000, ValueError, id="5000-digit int"),
         (True, TypeError),
         ("60", TypeError),
     ],

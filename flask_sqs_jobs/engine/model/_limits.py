@@ -59,11 +59,17 @@ def job_runtime_problem(value: object) -> str | None:
     A job's limit is a number (not a bool) above 0 and at most
     :data:`MAX_JOB_RUNTIME_SECONDS`; NaN and infinities are refused.
     """
+    # A huge int's repr is refused past 4300 digits; its size says enough.
+    shown = (
+        f"an int of {value.bit_length()} bits"
+        if isinstance(value, int) and value.bit_length() > 64
+        else repr(value)
+    )
     if not is_finite_number(value):
-        return f"a finite number of seconds, not {type(value).__name__} {value!r}"
+        return f"a finite number of seconds, not {type(value).__name__} {shown}"
     number = float(t.cast(float, value))
     if not 0 < number <= MAX_JOB_RUNTIME_SECONDS:
-        return f"above 0 and at most {MAX_JOB_RUNTIME_SECONDS} (12 h), not {value!r}"
+        return f"above 0 and at most {MAX_JOB_RUNTIME_SECONDS} (12 h), not {shown}"
     return None
 
 
