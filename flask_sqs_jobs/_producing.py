@@ -48,6 +48,7 @@ class Producing:
         message_attributes: dict[str, dict[str, t.Any]] | None = None,
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
+        max_runtime_seconds: float | None = None,
         session: t.Any = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
@@ -76,6 +77,7 @@ class Producing:
                 "message_attributes": message_attributes,
                 "run_at": run_at,
                 "job_id": job_id,
+                "max_runtime_seconds": max_runtime_seconds,
             }
             return enqueue_in_session(
                 t.cast("JobsFacade", self), session, queue, job_type, payload, options
@@ -92,6 +94,7 @@ class Producing:
             message_attributes=message_attributes,
             run_at=run_at,
             job_id=job_id,
+            max_runtime_seconds=max_runtime_seconds,
         )
 
     def enqueue_many(

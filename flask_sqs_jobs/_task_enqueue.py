@@ -72,6 +72,7 @@ class EnqueueOptions:
     message_group_id: str | None = None
     message_deduplication_id: str | None = None
     correlation_fields: JSONObject | None = None
+    max_runtime_seconds: float | None = None
     session: t.Any = None
 
     def sent(self) -> dict[str, t.Any]:
@@ -175,6 +176,7 @@ class Sender(t.Generic[P, R]):
         message_group_id: str | None = None,
         message_deduplication_id: str | None = None,
         correlation_fields: JSONObject | None = None,
+        max_runtime_seconds: float | None = None,
         session: t.Any = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
@@ -191,6 +193,7 @@ class Sender(t.Generic[P, R]):
             "message_group_id": message_group_id,
             "message_deduplication_id": message_deduplication_id,
             "correlation_fields": correlation_fields,
+            "max_runtime_seconds": max_runtime_seconds,
             "session": session,
         }
         changes = {name: value for name, value in given.items() if value is not None}

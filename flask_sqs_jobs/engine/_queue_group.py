@@ -96,6 +96,7 @@ class QueueGroup(NamedQueues):
         message_attributes: dict[str, dict[str, t.Any]] | None = None,
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
+        max_runtime_seconds: float | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -104,7 +105,9 @@ class QueueGroup(NamedQueues):
         ahead) defers the job: it is re-sent until it is due. ``job_id``
         (1-128 characters of ``A-Za-z0-9_.:-``, a random id by default)
         travels in the body and is on the :class:`Job` middleware, hooks and
-        handlers see.
+        handlers see. ``max_runtime_seconds`` (above 0, at most 12 hours)
+        is the job's own runtime limit: the worker stops it at the smaller of
+        that and its handler's (else its queue's) limit.
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
@@ -122,6 +125,7 @@ class QueueGroup(NamedQueues):
                 "message_attributes": message_attributes,
                 "run_at": run_at,
                 "job_id": job_id,
+                "max_runtime_seconds": max_runtime_seconds,
             },
         )
 

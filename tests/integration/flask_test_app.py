@@ -21,7 +21,8 @@ exists, then record), ``fail`` (record, then raise ``RuntimeError``),
 payload's ``fixed`` exists) and ``abortable`` (log ``abortable_started``, wait
 for the payload's ``release`` file like ``block``, but log
 ``abort_requested_seen`` and return as soon as ``current_job.abort_requested``
-is set). Tasks (``@jobs.task`` on ``default``, retried after 1 s, then 2 s):
+is set); ``patient_abortable`` is ``abortable`` with a 600 s limit of its own.
+Tasks (``@jobs.task`` on ``default``, retried after 1 s, then 2 s):
 ``flaky_task(failures)`` logs ``flaky_attempt`` and raises ``ConnectionError``
 on its first ``failures`` attempts (of 3); ``doomed_task()`` raises
 ``ConnectionError`` on both of its 2 attempts. Each
@@ -164,6 +165,8 @@ def create_app() -> Flask:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{release} was not created")
         record_job("abortable")
+
+    jobs.handler("patient_abortable", max_runtime_seconds=600)(abortable)
 
     @jobs.task(retry=Retry(max_attempts=3, backoff_seconds=1))
     def flaky_task(failures: int) -> None:

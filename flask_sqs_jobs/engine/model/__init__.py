@@ -56,16 +56,20 @@ from ._job_runtime import JobRuntime
 from ._job_runtime import Renewal
 from ._job_session import JobSession
 from ._job_session import SessionFactory
+from ._limits import check_job_runtime
 from ._limits import DEFAULT_MAX_MESSAGE_SIZE
 from ._limits import is_finite_number
+from ._limits import job_runtime_problem
 from ._limits import MAX_BATCH_ENTRIES
 from ._limits import MAX_DEFERRAL_SECONDS
 from ._limits import MAX_DELAY_SECONDS
 from ._limits import MAX_ID_LENGTH
+from ._limits import MAX_JOB_RUNTIME_SECONDS
 from ._limits import MAX_MESSAGE_ATTRIBUTES
 from ._limits import MAX_QUEUE_NAME_LENGTH
 from ._limits import MAX_VISIBILITY_TIMEOUT
 from ._limits import MAX_WAIT_SECONDS
+from ._limits import runtime_limit
 from ._log_keys import RESERVED_LOG_KEYS
 from ._middleware import check_single_trace_injector
 from ._middleware import compose_consume
@@ -134,6 +138,7 @@ __all__ = [
     "MAX_DEFERRAL_SECONDS",
     "MAX_DELAY_SECONDS",
     "MAX_ID_LENGTH",
+    "MAX_JOB_RUNTIME_SECONDS",
     "MAX_MESSAGE_ATTRIBUTES",
     "MAX_RESULT_BYTES",
     "MAX_KEY_LENGTH",
@@ -160,6 +165,7 @@ __all__ = [
     "call_hook",
     "check_idempotency",
     "check_job_id",
+    "check_job_runtime",
     "check_single_trace_injector",
     "close_thread_loop",
     "compose_consume",
@@ -169,6 +175,7 @@ __all__ = [
     "escape",
     "is_finite_number",
     "is_job_id",
+    "job_runtime_problem",
     "judge",
     "loggable_text",
     "max_attempts",
@@ -178,6 +185,7 @@ __all__ = [
     "received_job_id",
     "report_error",
     "reset_current_job",
+    "runtime_limit",
     "set_current_job",
     "shown_job_id",
     "trim_correlation_fields",

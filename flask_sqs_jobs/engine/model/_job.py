@@ -62,6 +62,10 @@ class Job:
     #: ``Retry.max_attempts`` and the queue's ``maxReceiveCount``; None when
     #: neither limits it (consumer side).
     max_attempts: int | None = None
+    #: The job's own runtime limit in seconds (``max_runtime_seconds=`` at
+    #: enqueue, from the body on the consumer side), or None. It only ever
+    #: shortens the handler's and queue's limit.
+    max_runtime_seconds: float | None = None
 
     @property
     def attempt(self) -> int | None:

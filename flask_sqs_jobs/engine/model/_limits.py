@@ -6,6 +6,7 @@ Quotas: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGui
 from __future__ import annotations
 
 import math
+import typing as t
 
 #: Message attributes SQS accepts on one message.
 MAX_MESSAGE_ATTRIBUTES = 10
@@ -45,3 +46,62 @@ def is_finite_number(value: object) -> bool:
         return math.isfinite(value)
     except OverflowError:
         return False
+
+
+#: The longest a job may ask to run (``max_runtime_seconds=`` at enqueue): SQS
+#: keeps a received message invisible for at most 12 hours in all.
+MAX_JOB_RUNTIME_SECONDS = MAX_VISIBILITY_TIMEOUT
+
+
+def job_runtime_problem(value: object) -> str | None:
+    """Why ``value`` is no job's ``max_runtime_seconds``, or None when it is one.
+
+    A job's limit is a number (not a bool) above 0 and at most
+    :data:`MAX_JOB_RUNTIME_SECONDS`; NaN and infinities are refused.
+    """
+    # A huge int's repr is refused past 4300 digits; its size says enough.
+    shown = (
+        f"an int of {value.bit_length()} bits"
+        if isinstance(value, int) and value.bit_length() > 64
+        else repr(value)
+    )
+    if not is_finite_number(value):
+        return f"a finite number of seconds, not {type(value).__name__} {shown}"
+    number = float(t.cast(float, value))
+    if not 0 < number <= MAX_JOB_RUNTIME_SECONDS:
+        return f"above 0 and at most {MAX_JOB_RUNTIME_SECONDS} (12 h), not {shown}"
+    return None
+
+
+def check_job_runtime(value: object) -> float | None:
+    """Return a job's ``max_runtime_seconds`` (None: no limit of its own).
+
+    :raises TypeError: it is not a number (a bool, a str, ...).
+    :raises ValueError: it is not above 0 and at most 12 hours, or not finite.
+    """
+    if value is None:
+        return None
+    problem = job_runtime_problem(value)
+    if problem is None:
+        return float(t.cast(float, value))
+    error = (
+        ValueError
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else TypeError
+    )
+    raise error(
+        f"max_runtime_seconds must be {problem}; pass the job's own limit in"
+        " seconds (e.g. 300), or None for the handler's and queue's limit"
+    )
+
+
+def runtime_limit(
+    handler_limit: float | None, queue_limit: float, job_limit: float | None
+) -> float:
+    """The limit a job runs under: its handler's (else its queue's), cut to its own.
+
+    A job's own ``max_runtime_seconds`` can only shorten the limit, never
+    lengthen it.
+    """
+    limit = handler_limit or queue_limit
+    return limit if job_limit is None else min(limit, job_limit)

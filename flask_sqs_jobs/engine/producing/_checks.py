@@ -14,6 +14,7 @@ import datetime as dt
 import math
 import typing as t
 
+from ..model import check_job_runtime
 from ..model import JSONObject
 from ..model import MAX_DEFERRAL_SECONDS
 from ..model import MAX_DELAY_SECONDS
@@ -34,6 +35,7 @@ OPTION_NAMES = frozenset(
         "delay_seconds",
         "message_attributes",
         "run_at",
+        "max_runtime_seconds",
     }
 )
 
@@ -54,6 +56,8 @@ class SendOptions:
     #: When set, the body carries ``run_at`` (a deferral past 15 minutes).
     run_at: dt.datetime | None = None
     message_attributes: MessageAttributes | None = None
+    #: The job's own runtime limit (the body's ``max_runtime_seconds``), or None.
+    max_runtime_seconds: float | None = None
 
 
 def check_job_type(job_type: object) -> str:
@@ -182,6 +186,7 @@ def check_options(
         delay_seconds=delay,
         run_at=body_run_at,
         message_attributes=check_message_attributes(options.get("message_attributes")),
+        max_runtime_seconds=check_job_runtime(options.get("max_runtime_seconds")),
     )
 
 

@@ -141,6 +141,7 @@ def prepare_job(
         queue=queue_name,
         correlation_fields=fields,
         job_id=job_id,
+        max_runtime_seconds=send_options.max_runtime_seconds,
     )
     return PreparedJob(job, send_options, queue, queue_name, payload_json, index)
 

@@ -93,7 +93,12 @@ def _send_params(
     """SendMessage's arguments for ``job``, and the propagation attributes dropped."""
     options = prepared.options
     body = encode_body(
-        job.job_type, job.payload, options.run_at, job.job_id, payload_json=payload_json
+        job.job_type,
+        job.payload,
+        options.run_at,
+        job.job_id,
+        payload_json=payload_json,
+        max_runtime_seconds=options.max_runtime_seconds,
     )
     attributes, dropped = build_attributes(
         job.correlation_fields,

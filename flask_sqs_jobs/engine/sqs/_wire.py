@@ -1,7 +1,8 @@
 """The wire format: message bodies and attributes, and the SQS quotas they obey.
 
 A job travels as a JSON body ``{"job_type": "...", "payload": {...}, "job_id":
-"..."}`` (plus an optional ``run_at`` for deferral), one String attribute
+"..."}`` (plus an optional ``run_at`` for deferral and ``max_runtime_seconds``
+for the job's own runtime limit), one String attribute
 ``correlation_fields`` holding a JSON object, and one String attribute per
 trace header. Any language may produce it; ``docs/wire-format.md`` is the reference.
 
@@ -35,6 +36,8 @@ CORRELATION_FIELDS_ATTRIBUTE = "correlation_fields"
 DEAD_LETTER_ATTRIBUTE = "dead_letter"
 #: A periodic job's tick (attribute or body key); see docs/wire-format.md.
 SCHEDULED_FOR = "scheduled_for"
+#: The body key of a job's own runtime limit, in seconds.
+MAX_RUNTIME = "max_runtime_seconds"
 #: Every message's String attribute naming its job type (for consoles and filters).
 JOB_TYPE_ATTRIBUTE = "job_type"
 _RESERVED_ATTRIBUTES = frozenset(
@@ -104,6 +107,7 @@ def encode_body(
     job_id: str | None = None,
     *,
     payload_json: str | None = None,
+    max_runtime_seconds: float | None = None,
 ) -> str:
     """Return the message body for a job.
 
@@ -114,6 +118,8 @@ def encode_body(
     """
     if payload_json is not None:
         joined = _join_body(job_type, payload_json, run_at, job_id)
+        if joined is not None and max_runtime_seconds is not None:
+            joined = f'{joined[:-1]},"{MAX_RUNTIME}":{float(max_runtime_seconds)!r}}}'
         if joined is not None:
             return joined
     body: JSONObject = {"job_type": job_type, "payload": payload}
@@ -121,6 +127,8 @@ def encode_body(
         body["job_id"] = job_id
     if run_at is not None:
         body["run_at"] = format_utc(run_at)
+    if max_runtime_seconds is not None:
+        body[MAX_RUNTIME] = float(max_runtime_seconds)
     return dump_json(body)
 
 
@@ -219,6 +227,8 @@ class DecodedBody:
     job_id: object = None
     #: The ``scheduled_for`` value as sent (any JSON value, unchecked), or None.
     scheduled_for: object = None
+    #: The ``max_runtime_seconds`` value as sent (any JSON value, unchecked), or None.
+    max_runtime_seconds: object = None
 
 
 #: Why a body is not a job, as :func:`decode_body` says it, and the short code
@@ -268,6 +278,7 @@ def decode_body(body: object) -> DecodedBody | str:
         run_at if isinstance(run_at, str) else None,
         data.get("job_id"),
         data.get(SCHEDULED_FOR),
+        data.get(MAX_RUNTIME),
     )
 
 

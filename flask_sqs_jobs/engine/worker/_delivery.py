@@ -8,6 +8,7 @@ import typing as t
 
 import structlog
 
+from ..model import job_runtime_problem
 from ..model import loggable_text
 from ..model import MAX_DEFERRAL_SECONDS
 from ..sqs import DecodedBody
@@ -118,3 +119,20 @@ def due_time(decoded: DecodedBody, delivery: Delivery) -> dt.datetime | None:
         )
         return None
     return run_at
+
+
+def received_runtime(value: object) -> float | None:
+    """A body's ``max_runtime_seconds``: the job's own limit, or None.
+
+    A value enqueue would refuse (another producer's) is ignored with a
+    warning: the job still runs, under its handler's and queue's limit.
+    """
+    if value is None:
+        return None
+    if job_runtime_problem(value) is not None:
+        log.warning(
+            "max_runtime_invalid",
+            sent_max_runtime_seconds=loggable_text(repr(value), 64),
+        )
+        return None
+    return float(t.cast(float, value))

@@ -34,6 +34,7 @@ from ..model import MAX_RESULT_BYTES
 from ..model import NonRetryableError
 from ..model import Outcome
 from ..model import RetryJob
+from ..model import runtime_limit
 from ..model import SessionFactory
 from ..model import stored_key
 from ..sqs import result_json
@@ -197,7 +198,7 @@ class JobGuard:
                 stored,
                 payload_hash=payload_hash,
                 job_id=job.job_id or delivery.message_id,
-                lease_seconds=_lease_seconds(delivery, handler),
+                lease_seconds=_lease_seconds(delivery, handler, job),
             )
         except Exception as exc:
             log.warning("idempotency_claim_failed", error=_shown(exc))
@@ -285,12 +286,16 @@ class JobGuard:
         return result
 
 
-def _lease_seconds(delivery: Delivery, handler: JobHandler) -> float:
+def _lease_seconds(delivery: Delivery, handler: JobHandler, job: Job) -> float:
     """What is left of the message's visibility (the runtime limit without one)."""
     lease = delivery.lease
     if lease.tracked:
         return max(1.0, lease.visibility_left())
-    return handler.max_runtime_seconds or delivery.queue.max_runtime_seconds
+    return runtime_limit(
+        handler.max_runtime_seconds,
+        delivery.queue.max_runtime_seconds,
+        job.max_runtime_seconds,
+    )
 
 
 def _rollback(session: t.Any) -> None:

@@ -34,6 +34,7 @@ from ..model import report_error
 from ..model import RESERVED_LOG_KEYS
 from ..model import reset_current_job
 from ..model import Retry
+from ..model import runtime_limit
 from ..model import set_current_job
 from ..model import shown_job_id
 from ..model import trim_correlation_fields
@@ -46,6 +47,7 @@ from ..sqs import Pointer
 from ..sqs import scheduled_for
 from ._delivery import Delivery
 from ._delivery import due_time
+from ._delivery import received_runtime
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
 from ._ran import DELETED_OUTCOMES
@@ -213,6 +215,7 @@ class JobRunner:
             sent_at=delivery.sent_at,
             job_id=job_id,
             scheduled_for=scheduled_for(delivery.attributes, decoded.scheduled_for),
+            max_runtime_seconds=received_runtime(decoded.max_runtime_seconds),
         )
 
     def _enter_job_context(
@@ -257,7 +260,11 @@ class JobRunner:
         )
         runtime = JobRuntime(self._guard.session(), progress)
         job._runtime = runtime
-        limit = handler.max_runtime_seconds or delivery.queue.max_runtime_seconds
+        limit = runtime_limit(
+            handler.max_runtime_seconds,
+            delivery.queue.max_runtime_seconds,
+            job.max_runtime_seconds,
+        )
         self._heartbeat.start_job(lease, limit, job.abort_requested, runtime)
         failed = self._enter_job_context(job, scope)
         if failed is not None:
