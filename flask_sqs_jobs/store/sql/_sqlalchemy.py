@@ -41,6 +41,17 @@ class SQLAlchemyStore(JobStore):
     them with :meth:`create_tables` or ``flask sqs-jobs store init``. A SQLite
     file is opened in WAL mode with a busy timeout, so the web process and
     the worker can share it.
+
+    One store is shared by every thread of the process (web requests, the
+    worker's slots, the relay, the record writer); its parts are made per
+    caller and hold no lock, so the only lock here guards the first lookup
+    of a Flask-SQLAlchemy engine. Each process has its own connection pool:
+    hundreds of processes need the database's connection limit (or a pooler
+    such as PgBouncer) sized for them.
+
+    :raises ValueError: ``bind`` is not a database URL, or names an in-memory
+        SQLite database.
+    :raises TypeError: ``bind`` is none of the three.
     """
 
     kind = "sqlalchemy"
@@ -91,7 +102,11 @@ class SQLAlchemyStore(JobStore):
         return SQLIdempotencyKeys(lambda: self.engine)
 
     def create_tables(self) -> list[str]:
-        """Create the ``sqs_jobs_`` tables that are missing; keep the others."""
+        """Create the ``sqs_jobs_`` tables that are missing; keep the others.
+
+        Run by ``flask sqs-jobs store init``; returns one line per table. It
+        never alters an existing table: schema changes go through Alembic.
+        """
         inspector = sa.inspect(self.engine)
         existing = set(inspector.get_table_names())
         self.metadata.create_all(self.engine, checkfirst=True)
@@ -101,11 +116,19 @@ class SQLAlchemyStore(JobStore):
         ]
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        """The ``sqs_jobs_jobs`` table (pruned by the workers, not by TTL).
+
+        :raises RuntimeError: the database is neither SQLite nor PostgreSQL.
+        """
         from ._records import SQLJobRecords
 
         return SQLJobRecords(self.engine)
 
     def worker_registry(self) -> WorkerRegistry:
+        """The ``sqs_jobs_workers`` table.
+
+        :raises RuntimeError: the database is neither SQLite nor PostgreSQL.
+        """
         from ._records import SQLWorkerRegistry
 
         return SQLWorkerRegistry(self.engine)
@@ -117,10 +140,12 @@ class SQLAlchemyStore(JobStore):
         return SQLScheduleTicks(self.session)
 
     def close(self) -> None:
+        """Dispose of an engine the store made; an app's engine is the app's."""
         if self._engine is not None and self._db is None:
             self._engine.dispose()
 
     def describe(self) -> str:
+        """The database URL with its password hidden, for logs and the CLI."""
         return self.engine.url.render_as_string(hide_password=True)
 
 
