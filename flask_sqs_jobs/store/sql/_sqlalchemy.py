@@ -86,7 +86,11 @@ class SQLAlchemyStore(JobStore):
 
     @property
     def engine(self) -> sa.Engine:
-        """The engine; for a Flask-SQLAlchemy ``db``, that of the current app."""
+        """The engine; for a Flask-SQLAlchemy ``db``, that of the current app.
+
+        Looked up once, under the store's lock (the first call needs an app
+        context); every later call, from any thread, reads it without a lock.
+        """
         if self._engine is None:
             with self._lock:
                 if self._engine is None:
@@ -94,7 +98,11 @@ class SQLAlchemyStore(JobStore):
         return self._engine
 
     def session(self) -> sa.orm.Session:
-        """A new session on the store's engine (the caller closes it)."""
+        """A new session on the store's engine (the caller closes it).
+
+        Used by the schedule ticks and for ``current_job.session``;
+        objects stay loaded after commit (``expire_on_commit=False``).
+        """
         return sa.orm.Session(self.engine, expire_on_commit=False)
 
     def idempotency_keys(self) -> SQLIdempotencyKeys:
