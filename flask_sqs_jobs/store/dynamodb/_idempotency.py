@@ -160,7 +160,8 @@ class DynamoDBIdempotencyKeys:
     ) -> None:
         """Mark the key completed for ``ttl_seconds``, keeping ``result``.
 
-        ``session`` is ignored (see the class).
+        ``session`` is ignored (see the class). One ``UpdateItem``
+        conditional on ``token`` holding the key in progress.
 
         :raises RuntimeError: ``token`` no longer holds the key; it stays with
             its holder.
@@ -193,7 +194,11 @@ class DynamoDBIdempotencyKeys:
             )
 
     def relinquish(self, key: str, token: str) -> None:
-        """Forget an in-progress key held by ``token``; another holder's stays."""
+        """Forget an in-progress key held by ``token``; another holder's stays.
+
+        One ``DeleteItem`` conditional on the token, called by the guard when
+        the handler failed so the job's retry can claim the key at once.
+        """
         self._write_held(self._client.delete_item, key, token, {}, {})
 
     def _update_held(

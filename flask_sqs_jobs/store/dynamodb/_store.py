@@ -93,7 +93,11 @@ class DynamoDBStore(JobStore):
         return [f"{self.table_name}: created"]
 
     def idempotency_keys(self) -> DynamoDBIdempotencyKeys:
-        """The idempotency keys, as items ``idem#<key>`` of the table."""
+        """The idempotency keys, as items ``idem#<key>`` of the table.
+
+        Each key is its own partition, so workers racing for different keys
+        never contend; those racing for one key are decided by its condition.
+        """
         from ._idempotency import DynamoDBIdempotencyKeys
 
         return DynamoDBIdempotencyKeys(self.client, self.table_name)
@@ -111,7 +115,11 @@ class DynamoDBStore(JobStore):
         return DynamoDBWorkerRegistry(self.client, self.table_name)
 
     def schedule_ticks(self) -> DynamoDBScheduleTicks:
-        """The schedule ticks (``pk = "schedule#<name>"``), for periodic jobs."""
+        """The schedule ticks (``pk = "schedule#<name>"``), for periodic jobs.
+
+        Sending a tick's job is not transactional with its claim here (there
+        is no outbox): a claim left pending is taken over (see the class).
+        """
         from ._ticks import DynamoDBScheduleTicks
 
         return DynamoDBScheduleTicks(self.client, self.table_name)

@@ -33,6 +33,7 @@ class DynamoDBScheduleTicks:
     """
 
     def __init__(self, client: t.Any, table: str) -> None:
+        """Keep ``client`` (a boto3 DynamoDB client, thread-safe) and ``table``."""
         self._client = client
         self._table = table
 

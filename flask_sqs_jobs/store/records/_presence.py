@@ -132,6 +132,8 @@ class WorkerPresence:
         self._attempt("remove", self._registry.remove, self.worker_id)
 
     def _run(self) -> None:
+        """Register, then every ``refresh_seconds`` refresh the row (registering
+        again when it was gone, or the last try failed) and prune when due."""
         registered = self._attempt("register", self._register)
         pruned_at: dt.datetime | None = None
         while not self._stop.wait(self._refresh_seconds):

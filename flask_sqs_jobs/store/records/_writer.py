@@ -135,6 +135,11 @@ class RecordWriter:
             self._pid = os.getpid()
 
     def _run(self) -> None:
+        """The writer thread: take what is queued, up to a batch, and write it.
+
+        Blocks on an empty queue; never ends (a daemon thread), so writes
+        still queued when the process exits are lost unless flushed first.
+        """
         pending = self._queue
         while True:
             batch = [pending.get()]
@@ -171,6 +176,7 @@ class RecordWriter:
             self._refused(each)
 
     def _refused(self, refused: RefusedWrite) -> None:
+        """Count each refusal; log it once per job id and type (lock held briefly)."""
         key = (refused.job_id, refused.job_type)
         with self._lock:
             if key in self._refusals:
@@ -188,6 +194,8 @@ class RecordWriter:
         )
 
     def _drop(self) -> None:
+        """Count a dropped write; log and report the drops at most once per
+        :data:`DROP_LOG_INTERVAL` seconds (the count under the lock)."""
         count_store_error(PART)
         now = time.monotonic()
         with self._lock:
