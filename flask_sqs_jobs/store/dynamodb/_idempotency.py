@@ -74,6 +74,8 @@ class DynamoDBIdempotencyKeys:
         *,
         clock: cabc.Callable[[], float] = time.time,
     ) -> None:
+        """:param clock: seconds since the epoch, read once per request for the
+        conditions' ``:now`` and the lease and expiry times written."""
         self._client = client
         self._table = table_name
         self._clock = clock

@@ -55,7 +55,11 @@ class DynamoDBStore(JobStore):
 
     @property
     def client(self) -> t.Any:
-        """The boto3 DynamoDB client, made on first use."""
+        """The boto3 DynamoDB client, made on first use.
+
+        So building the store (from the app's config) makes no AWS call and
+        needs no credentials; the one client then serves every thread.
+        """
         if self._client is None:
             self._client = boto3.client("dynamodb")
         return self._client
