@@ -61,6 +61,10 @@ class DynamoDBIdempotencyKeys:
     session=)`` ignores the session: the completion is its own write after
     the handler returned, so a crash between the two leaves the key in
     progress until its lease ends, and the handler may then run once more.
+
+    Called by the worker's job guard on the slot thread (:meth:`renew` from
+    the heartbeat's pool), with no lock: each call is one conditional
+    request, so any number of workers may race for a key and one wins.
     """
 
     def __init__(
@@ -70,6 +74,8 @@ class DynamoDBIdempotencyKeys:
         *,
         clock: cabc.Callable[[], float] = time.time,
     ) -> None:
+        """:param clock: seconds since the epoch, read once per request for the
+        conditions' ``:now`` and the lease and expiry times written."""
         self._client = client
         self._table = table_name
         self._clock = clock
@@ -77,7 +83,17 @@ class DynamoDBIdempotencyKeys:
     def claim(
         self, key: str, *, payload_hash: str, job_id: str, lease_seconds: float
     ) -> Claim:
-        """Claim ``key`` for ``lease_seconds``, unless it is completed or held."""
+        """Claim ``key`` for ``lease_seconds``, unless it is completed or held.
+
+        One conditional ``PutItem``; a refusal answers from the returned item
+        (a ``GetItem`` only when none came back), and an item gone in between
+        is tried again with a new token.
+
+        :raises ValueError: ``key`` is empty or too long, or ``lease_seconds``
+            is not a positive number.
+        :raises RuntimeError: the item changed under 5 attempts in a row; the
+            guard retries the job, as for a ``ClientError``.
+        """
         item_key = _item_key(key)
         _check_seconds("lease_seconds", lease_seconds)
         for _ in range(_CLAIM_ATTEMPTS):
@@ -122,7 +138,10 @@ class DynamoDBIdempotencyKeys:
         )
 
     def renew(self, key: str, token: str, lease_seconds: float) -> bool:
-        """Extend the lease; False when ``token`` no longer holds the key."""
+        """Extend the lease; False when ``token`` no longer holds the key.
+
+        One ``UpdateItem`` conditional on the token; the TTL moves with it.
+        """
         _check_seconds("lease_seconds", lease_seconds)
         until = self._clock() + lease_seconds
         return self._update_held(
@@ -143,7 +162,8 @@ class DynamoDBIdempotencyKeys:
     ) -> None:
         """Mark the key completed for ``ttl_seconds``, keeping ``result``.
 
-        ``session`` is ignored (see the class).
+        ``session`` is ignored (see the class). One ``UpdateItem``
+        conditional on ``token`` holding the key in progress.
 
         :raises RuntimeError: ``token`` no longer holds the key; it stays with
             its holder.
@@ -176,7 +196,11 @@ class DynamoDBIdempotencyKeys:
             )
 
     def relinquish(self, key: str, token: str) -> None:
-        """Forget an in-progress key held by ``token``; another holder's stays."""
+        """Forget an in-progress key held by ``token``; another holder's stays.
+
+        One ``DeleteItem`` conditional on the token, called by the guard when
+        the handler failed so the job's retry can claim the key at once.
+        """
         self._write_held(self._client.delete_item, key, token, {}, {})
 
     def _update_held(

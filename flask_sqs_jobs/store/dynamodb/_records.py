@@ -42,7 +42,13 @@ def epoch_value(at: dt.datetime, seconds: float) -> dict[str, str]:
 
 
 class DynamoDBJobRecords:
-    """The job records (a ``JobRecords``) in a :class:`DynamoDBStore`'s table."""
+    """The job records (a ``JobRecords``) in a :class:`DynamoDBStore`'s table.
+
+    Written by each process's record writer thread, read by ``jobs.get_job``,
+    the CLI and the dashboard. No lock: each write's condition decides, so
+    hundreds of processes writing the same job at once leave its newest
+    transition. :meth:`prune` does nothing; TTL deletes old items.
+    """
 
     def __init__(self, client: t.Any, table: str, retention_seconds: float) -> None:
         self._client = client
@@ -50,6 +56,15 @@ class DynamoDBJobRecords:
         self._retention = retention_seconds
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
+        """Write ``events`` one by one; return the writes refused for job type.
+
+        Per merged event, one ``UpdateItem`` (progress) or one
+        ``TransactWriteItems`` (record and listing entry); no batch is atomic.
+        A refusal costs one ``GetItem`` only when DynamoDB returned no item.
+
+        :raises botocore.exceptions.ClientError: any other failure; the events
+            before it are written, and the writer counts the whole batch failed.
+        """
         refused: list[r.RefusedWrite] = []
         for event in r.merge_events(events):
             standing = self._write(event)
@@ -198,6 +213,7 @@ class DynamoDBJobRecords:
             sets["progress_message"] = s_value(event.progress_message)
 
     def get(self, job_id: str) -> r.JobRecord | None:
+        """One strongly consistent ``GetItem``; None when no record was written."""
         item = self._client.get_item(
             TableName=self._table, Key=_job_key(job_id), ConsistentRead=True
         ).get("Item")
@@ -210,6 +226,11 @@ class DynamoDBJobRecords:
         status: r.StatusFilter = None,
         queue: str | None = None,
     ) -> list[r.JobRecord]:
+        """Newest hour first: a ``Query`` per hour, ``BatchGetItem`` per 100 ids.
+
+        Filtering by status or queue happens after the reads, so a rare
+        status may read every hour of the retention before ``limit`` is met.
+        """
         statuses = r.check_status(status)
         now = dt.datetime.now(dt.UTC)
         found: list[r.JobRecord] = []

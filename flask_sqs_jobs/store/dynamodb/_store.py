@@ -32,6 +32,14 @@ class DynamoDBStore(JobStore):
         ``expires_at_epoch``).
     :param boto_client: a boto3 DynamoDB client; by default one is made the way
         boto3 makes any client (``AWS_ENDPOINT_URL_DYNAMODB`` for a local server).
+
+    Shared by every thread of the process: boto3 clients are thread-safe and
+    each part made here keeps only the client and the table name, so no call
+    takes a lock. Every write is a single conditional request (or one
+    ``TransactWriteItems``), so hundreds of processes writing the same item
+    serialise in DynamoDB; on-demand billing absorbs their bursts, and a
+    throttled request is retried by botocore before it raises. Errors are
+    botocore's ``ClientError``; each part says which ones it answers itself.
     """
 
     kind = "dynamodb"
@@ -47,13 +55,23 @@ class DynamoDBStore(JobStore):
 
     @property
     def client(self) -> t.Any:
-        """The boto3 DynamoDB client, made on first use."""
+        """The boto3 DynamoDB client, made on first use.
+
+        So building the store (from the app's config) makes no AWS call and
+        needs no credentials; the one client then serves every thread.
+        """
         if self._client is None:
             self._client = boto3.client("dynamodb")
         return self._client
 
     def create_tables(self) -> list[str]:
-        """Create the table (and turn its TTL on) when it does not exist."""
+        """Create the table (and turn its TTL on) when it does not exist.
+
+        Run by ``flask sqs-jobs store init``: ``CreateTable``, a wait until it
+        is active, then ``UpdateTimeToLive``. An existing table is left as it
+        is (its TTL too). Other errors (no permission, bad credentials) raise
+        ``ClientError`` for the command to show.
+        """
         try:
             self.client.create_table(
                 TableName=self.table_name,
@@ -79,26 +97,37 @@ class DynamoDBStore(JobStore):
         return [f"{self.table_name}: created"]
 
     def idempotency_keys(self) -> DynamoDBIdempotencyKeys:
-        """The idempotency keys, as items ``idem#<key>`` of the table."""
+        """The idempotency keys, as items ``idem#<key>`` of the table.
+
+        Each key is its own partition, so workers racing for different keys
+        never contend; those racing for one key are decided by its condition.
+        """
         from ._idempotency import DynamoDBIdempotencyKeys
 
         return DynamoDBIdempotencyKeys(self.client, self.table_name)
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        """The job records; each item expires ``retention_seconds`` after its write."""
         from ._records import DynamoDBJobRecords
 
         return DynamoDBJobRecords(self.client, self.table_name, retention_seconds)
 
     def worker_registry(self) -> WorkerRegistry:
+        """The live workers, as items ``pk = "workers"`` of the table."""
         from ._workers import DynamoDBWorkerRegistry
 
         return DynamoDBWorkerRegistry(self.client, self.table_name)
 
     def schedule_ticks(self) -> DynamoDBScheduleTicks:
-        """The schedule ticks (``pk = "schedule#<name>"``), for periodic jobs."""
+        """The schedule ticks (``pk = "schedule#<name>"``), for periodic jobs.
+
+        Sending a tick's job is not transactional with its claim here (there
+        is no outbox): a claim left pending is taken over (see the class).
+        """
         from ._ticks import DynamoDBScheduleTicks
 
         return DynamoDBScheduleTicks(self.client, self.table_name)
 
     def describe(self) -> str:
+        """The table's name, for logs and the CLI."""
         return f"dynamodb table {self.table_name}"

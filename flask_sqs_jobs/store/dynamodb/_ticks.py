@@ -20,11 +20,20 @@ _CONFLICT = "ConditionalCheckFailedException"
 class DynamoDBScheduleTicks:
     """The ticks of periodic jobs, one item per claimed tick.
 
-    Made by :meth:`DynamoDBStore.schedule_ticks`; every write is conditional,
-    so any number of workers may call it at once.
+    Made by :meth:`DynamoDBStore.schedule_ticks` for the periodic
+    scheduler's DynamoDB claims; every write is conditional, so any number of
+    workers may call it at once. Unlike the SQL ticks, the claim and the job's
+    send are not one transaction: a tick is claimed ``pending``, its job sent
+    to SQS, then marked ``sent``. A worker that dies between the two leaves the
+    tick pending, and another worker takes it over (:meth:`take_over`) once it
+    has been pending too long, so a tick's job is sent at least once.
+
+    Errors other than a failed condition raise botocore's ``ClientError``;
+    the scheduler logs them and goes on.
     """
 
     def __init__(self, client: t.Any, table: str) -> None:
+        """Keep ``client`` (a boto3 DynamoDB client, thread-safe) and ``table``."""
         self._client = client
         self._table = table
 
@@ -37,7 +46,13 @@ class DynamoDBScheduleTicks:
         claimed_at: float,
         keep: dt.timedelta,
     ) -> bool:
-        """Claim ``tick`` as pending; False when another worker has it."""
+        """Claim ``tick`` as pending; False when another worker has it.
+
+        One ``PutItem`` conditional on the item not existing; with hundreds
+        of workers firing the same tick, one succeeds and the others get
+        ``ConditionalCheckFailedException`` (one write unit each, no retry).
+        The item expires (TTL) ``keep`` after the tick.
+        """
         item = {
             **_key(schedule, tick),
             "status": {"S": "pending"},
@@ -58,7 +73,10 @@ class DynamoDBScheduleTicks:
         return True
 
     def mark_sent(self, schedule: str, tick: dt.datetime) -> None:
-        """The claimed tick's job is enqueued."""
+        """The claimed tick's job is enqueued: one unconditional ``UpdateItem``.
+
+        Called only by the worker that holds the claim, after the send.
+        """
         self._client.update_item(
             TableName=self._table,
             Key=_key(schedule, tick),
@@ -68,7 +86,11 @@ class DynamoDBScheduleTicks:
         )
 
     def last_claimed(self, schedule: str) -> dt.datetime | None:
-        """The latest tick of ``schedule`` any worker claimed, if any."""
+        """The latest tick of ``schedule`` any worker claimed, if any.
+
+        One ``Query`` of the schedule's partition, newest first, ``Limit=1``
+        (eventually consistent: a claim made a moment ago may not show yet).
+        """
         response = self._client.query(
             TableName=self._table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :tick)",
@@ -83,7 +105,11 @@ class DynamoDBScheduleTicks:
         return _tick_of(items[0]["sk"]["S"]) if items else None
 
     def pending_since(self, schedule: str, tick: dt.datetime) -> float | None:
-        """When the tick was claimed, while it is still pending (else None)."""
+        """When the tick was claimed, while it is still pending (else None).
+
+        One strongly consistent ``GetItem``; the scheduler compares it with
+        its clock to decide whether the claim is abandoned.
+        """
         item = self._client.get_item(
             TableName=self._table, Key=_key(schedule, tick), ConsistentRead=True
         ).get("Item")
@@ -97,6 +123,9 @@ class DynamoDBScheduleTicks:
         """Claim a pending tick claimed at ``claimed_at`` for this worker, now.
 
         False when it changed since (another worker took it, or it was sent).
+        One ``UpdateItem`` conditional on the status and the ``claimed_at``
+        read by :meth:`pending_since`, so of many workers taking over the same
+        tick at once exactly one wins and sends its job.
         """
         try:
             self._client.update_item(

@@ -27,13 +27,21 @@ WORKER_TTL_SECONDS = 86400
 
 
 class DynamoDBWorkerRegistry:
-    """The live workers (a ``WorkerRegistry``) in a :class:`DynamoDBStore`'s table."""
+    """The live workers (a ``WorkerRegistry``) in a :class:`DynamoDBStore`'s table.
+
+    All workers share one partition (``pk = "workers"``), one item each.
+    Each item is written only by its own worker's presence thread, every 15
+    seconds: hundreds of workers make a few dozen writes a second to that
+    partition, well under DynamoDB's per-partition limit. Read by the
+    dashboard and ``flask sqs-jobs workers``.
+    """
 
     def __init__(self, client: t.Any, table: str) -> None:
         self._client = client
         self._table = table
 
     def register(self, worker: r.WorkerRecord) -> None:
+        """Put the worker's item, replacing any: one unconditional ``PutItem``."""
         self._client.put_item(
             TableName=self._table,
             Item={
@@ -51,6 +59,14 @@ class DynamoDBWorkerRegistry:
         )
 
     def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
+        """Update the item and its TTL; False when it is gone (TTL or removed).
+
+        One ``UpdateItem`` conditional on the item existing, so a refresh
+        never recreates a partial item; the caller registers again.
+
+        :raises botocore.exceptions.ClientError: any other failure; the
+            presence service logs and counts it, and tries again next time.
+        """
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -71,9 +87,17 @@ class DynamoDBWorkerRegistry:
         return True
 
     def remove(self, worker_id: str) -> None:
+        """Delete the worker's item (one ``DeleteItem``), at a graceful stop."""
         self._client.delete_item(TableName=self._table, Key=_worker_key(worker_id))
 
     def list(self) -> list[r.WorkerRecord]:
+        """Every worker's item, oldest first.
+
+        A strongly consistent ``Query`` of the partition, one request per
+        1 MB page. Items of killed workers stay until TTL deletes them (up to
+        a day, and TTL may lag): the caller tells live from lost by
+        ``last_seen_at``.
+        """
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#pk = :pk",

@@ -62,6 +62,13 @@ class WorkerPresence:
 
     Started and stopped by ``flask sqs-worker`` around its worker; its thread
     is the only one that touches the worker's row, so it takes no lock.
+
+    Cost per worker: one write every ``refresh_seconds`` (two when the row
+    was gone and is registered again) and, once per ``prune_seconds``, one
+    prune and one key cleanup. Every worker prunes, so with hundreds of
+    workers the deletes overlap; deleting a deleted row is harmless. A failed
+    call never stops the worker: it is logged, counted and reported, and a
+    failed refresh is followed at once by a register.
     """
 
     name = "worker_presence"
@@ -107,18 +114,26 @@ class WorkerPresence:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        """Start the thread; it registers the worker, then refreshes its row."""
         self._thread = threading.Thread(
             target=self._run, name="sqs-jobs-worker-presence", daemon=True
         )
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop the thread, then remove the row (a failure is logged only).
+
+        A worker killed without ``stop`` leaves its row; the dashboard shows
+        it lost after :data:`STALE_AFTER_SECONDS`.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         self._attempt("remove", self._registry.remove, self.worker_id)
 
     def _run(self) -> None:
+        """Register, then every ``refresh_seconds`` refresh the row (registering
+        again when it was gone, or the last try failed) and prune when due."""
         registered = self._attempt("register", self._register)
         pruned_at: dt.datetime | None = None
         while not self._stop.wait(self._refresh_seconds):
@@ -199,6 +214,10 @@ def presence_of(
     """A :class:`WorkerPresence` for ``worker``, or none without a store.
 
     :param record_jobs: whether job records are kept (and so pruned).
+
+    Called by ``flask sqs-worker`` while it assembles its services; the
+    store's parts are made here, on the command's thread, before the
+    service's thread starts.
     """
     if store is None:
         return []

@@ -13,7 +13,14 @@ FLUSH_TIMEOUT = 1.0
 
 
 def get_job(store: JobStore, hooks: Hooks, job_id: str) -> JobRecord | None:
-    """``job_id``'s record, after this process's pending writes (briefly awaited)."""
+    """``job_id``'s record, after this process's pending writes (briefly awaited).
+
+    Waits up to :data:`FLUSH_TIMEOUT` for the writer, then reads one record
+    (one ``SELECT`` or ``GetItem``). A text that is no job id returns None
+    without a read.
+
+    :raises TypeError: ``job_id`` is not a str.
+    """
     if not isinstance(job_id, str):
         raise TypeError(f"job_id must be a str; got {type(job_id).__name__}")
     if not is_job_id(job_id):

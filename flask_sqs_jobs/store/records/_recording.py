@@ -61,10 +61,19 @@ class RecordingHooks(Hooks):
         self.writer = writer
 
     def job_enqueued(self, job: Job, message_id: str) -> None:
+        """Record ``queued`` (attempts 0) once the job's message was sent.
+
+        Never moves a record back: a worker's ``running`` written first wins.
+        """
         now = _now()
         self._submit(job, r.QUEUED, 0, now, enqueued_at=now)
 
     def job_started(self, job: Job) -> None:
+        """Record ``running`` for this delivery, from the runner's slot thread.
+
+        Clears the previous attempt's result and error; it also applies over
+        a deferred or dead-lettered record, whatever its attempt (a redrive).
+        """
         now = _now()
         self._submit(
             job,
@@ -76,6 +85,7 @@ class RecordingHooks(Hooks):
         )
 
     def job_progress(self, job: Job, fraction: float, message: str | None) -> None:
+        """Record the handler's progress; the status stays ``running``."""
         self._submit(
             job,
             r.PROGRESS,
@@ -95,6 +105,12 @@ class RecordingHooks(Hooks):
         result: object = None,
         will_retry: bool = False,
     ) -> None:
+        """Record the settled outcome: its status, times, result or error.
+
+        Called by the runner's reporting once the message is settled. Skips
+        a delivery that did not run because another delivery holds or
+        completed its idempotency key: that record is the holder's.
+        """
         runtime = job._runtime
         if runtime is not None and runtime.key_holder == job.job_id:
             # Not run: another delivery of this job id holds or completed its
@@ -122,6 +138,7 @@ class RecordingHooks(Hooks):
         )
 
     def worker_stopped(self, reason: str) -> None:
+        """Give the writer up to 5 seconds to write what is queued."""
         self.writer.flush(timeout=5.0)
 
     def _submit(
@@ -154,6 +171,10 @@ def with_records(
 
     :param synchronous: write each record at once, in the caller's thread
         (eager mode), instead of from the writer's thread.
+
+    Called once per app by the extension's ``init_app``; it makes the app's
+    one writer, whose failures reach ``hooks`` as ``worker_error`` (kind
+    ``"store"``).
     """
     if store is None or not enabled:
         return hooks
@@ -170,7 +191,10 @@ def with_records(
 
 
 def recorder_of(hooks: Hooks) -> RecordingHooks | None:
-    """The :class:`RecordingHooks` among ``hooks``, if any."""
+    """The :class:`RecordingHooks` among ``hooks``, if any.
+
+    Used by ``get_job`` to flush this process's pending writes first.
+    """
     if isinstance(hooks, RecordingHooks):
         return hooks
     if isinstance(hooks, MultiHooks):

@@ -6,8 +6,8 @@ A slow or dead store therefore never slows a job: when the queue is full, new
 writes are dropped and counted, as failed writes are. A write the store refuses
 because the job id's record belongs to another job type (a message reusing
 another job's id) is logged once per job id and type, and counted.
-writes are dropped and counted, as failed writes are. Each failure is handed
-to ``on_error`` too (the app's hooks: ``worker_error``, kind ``"store"``).
+Each failure is handed to ``on_error`` too (the app's hooks:
+``worker_error``, kind ``"store"``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ class RecordWriter:
     Shared by every thread of the process: :meth:`submit` and :meth:`flush`
     take no lock of the caller's; the queue and the thread are this object's,
     restarted in a forked child.
+
+    Cost: one ``JobRecords.write`` per batch of up to :data:`BATCH_SIZE`
+    events, so a busy process makes one store round trip per batch rather
+    than per transition. Each process has its own writer: hundreds of
+    processes mean as many concurrent writers, whose conditional writes keep
+    each record's newest transition.
     """
 
     def __init__(
@@ -81,7 +87,13 @@ class RecordWriter:
         )
 
     def submit(self, event: JobEvent) -> None:
-        """Queue ``event`` for writing; never blocks, never raises."""
+        """Queue ``event`` for writing; never blocks, never raises.
+
+        Called from any thread by :class:`RecordingHooks`. The first call in
+        a process (or after a fork) starts the writer thread. When
+        :data:`MAX_PENDING` writes are waiting, the event is dropped, counted
+        and reported instead.
+        """
         if self._synchronous:
             self._write([event])
             return
@@ -93,7 +105,11 @@ class RecordWriter:
             self._drop()
 
     def flush(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the queued writes; True when done."""
+        """Wait up to ``timeout`` seconds for the queued writes; True when done.
+
+        Called by ``get_job`` (to read this process's own writes) and at the
+        worker's stop. A failed write counts as done.
+        """
         deadline = time.monotonic() + timeout
         done = self._queue.all_tasks_done
         with done:
@@ -119,6 +135,11 @@ class RecordWriter:
             self._pid = os.getpid()
 
     def _run(self) -> None:
+        """The writer thread: take what is queued, up to a batch, and write it.
+
+        Blocks on an empty queue; never ends (a daemon thread), so writes
+        still queued when the process exits are lost unless flushed first.
+        """
         pending = self._queue
         while True:
             batch = [pending.get()]
@@ -134,6 +155,7 @@ class RecordWriter:
                     pending.task_done()
 
     def _write(self, batch: list[JobEvent]) -> None:
+        """Write ``batch``; a failure is counted, logged and reported, not raised."""
         try:
             if self._records is None:
                 self._records = self._make_records()
@@ -154,6 +176,7 @@ class RecordWriter:
             self._refused(each)
 
     def _refused(self, refused: RefusedWrite) -> None:
+        """Count each refusal; log it once per job id and type (lock held briefly)."""
         key = (refused.job_id, refused.job_type)
         with self._lock:
             if key in self._refusals:
@@ -171,6 +194,8 @@ class RecordWriter:
         )
 
     def _drop(self) -> None:
+        """Count a dropped write; log and report the drops at most once per
+        :data:`DROP_LOG_INTERVAL` seconds (the count under the lock)."""
         count_store_error(PART)
         now = time.monotonic()
         with self._lock:

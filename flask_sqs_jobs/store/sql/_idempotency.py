@@ -34,11 +34,27 @@ _CLAIM_ATTEMPTS = 5
 
 
 class IdempotencyKeyLost(RuntimeError):
-    """The token no longer holds the key (its lease ended and another took it)."""
+    """The token no longer holds the key (its lease ended and another took it).
+
+    Raised by :meth:`SQLIdempotencyKeys.complete`; the job guard reports it,
+    retries the job and rolls the job's session back, so nothing the handler
+    wrote in it commits. The key stays with its new holder.
+    """
 
 
 class SQLIdempotencyKeys:
-    """The engine's ``IdempotencyKeys`` in SQL."""
+    """The engine's ``IdempotencyKeys`` in SQL.
+
+    Made by :meth:`SQLAlchemyStore.idempotency_keys` and called by the
+    worker's job guard on the slot thread running an idempotent handler
+    (:meth:`renew` from the heartbeat's pool), with no lock held: every
+    statement is atomic on its own, so any number of workers may race for the
+    same key. The claim statement is built on first use, for the engine's
+    dialect; the others are built once, at import.
+
+    Each call is one short transaction of its own, except :meth:`complete`
+    with a ``session``, which writes in the job's transaction.
+    """
 
     def __init__(self, engine: t.Callable[[], sa.Engine]) -> None:
         self._engine = engine
@@ -47,6 +63,17 @@ class SQLIdempotencyKeys:
     def claim(
         self, key: str, *, payload_hash: str, job_id: str, lease_seconds: float
     ) -> Claim:
+        """Take ``key`` for ``lease_seconds``, or say who has it.
+
+        One upsert ``RETURNING`` the token; when it is not ours, one
+        ``SELECT`` of the row that refused it, which gives ``COMPLETED`` (with
+        the kept result), ``IN_PROGRESS`` (with the time left on its lease) or
+        ``CONFLICT`` (another payload hash). A row freed in between is tried
+        again with a new token.
+
+        :raises RuntimeError: the row changed under all 5 attempts, or the
+            database is neither SQLite nor PostgreSQL. The guard retries the job.
+        """
         engine = self._engine()
         if self._claim is None:
             self._claim = _claim_statement(engine.dialect.name)
@@ -76,6 +103,11 @@ class SQLIdempotencyKeys:
         )
 
     def renew(self, key: str, token: str, lease_seconds: float) -> bool:
+        """Push the lease to ``lease_seconds`` from now: one ``UPDATE``.
+
+        False when ``token`` no longer holds the key in progress (its lease
+        ended and another claimed it, or it was completed); the guard logs it.
+        """
         with self._engine().begin() as connection:
             renewed = connection.execute(
                 _RENEW,
@@ -97,6 +129,11 @@ class SQLIdempotencyKeys:
         session: t.Any = None,
     ) -> None:
         """Mark the key completed, keeping ``result``.
+
+        One ``UPDATE`` conditional on ``token`` holding the key in progress.
+        With ``session`` (the job's own, from the guard) it runs in that
+        transaction, so the key completes exactly when the handler's writes
+        commit; without, in a transaction of its own.
 
         :raises ValueError: ``result`` cannot be kept (:func:`result_json`).
         :raises IdempotencyKeyLost: ``token`` no longer holds the key.
@@ -128,11 +165,22 @@ class SQLIdempotencyKeys:
             )
 
     def relinquish(self, key: str, token: str) -> None:
+        """Delete the key if ``token`` holds it in progress (one ``DELETE``).
+
+        Called by the guard when the handler failed, so the job's retry can
+        claim the key at once; another holder's row is left alone.
+        """
         with self._engine().begin() as connection:
             connection.execute(_RELINQUISH, {"p_key": key, "p_token": token})
 
     def forget_expired(self, limit: int = 1000) -> int:
-        """Delete up to ``limit`` completed keys whose time is up; return how many."""
+        """Delete up to ``limit`` completed keys whose time is up; return how many.
+
+        One ``DELETE ... WHERE key IN (SELECT ... LIMIT)`` on the
+        ``expires_at`` index; run by each worker's presence service at most
+        once an hour. Several workers doing it at once delete disjoint or
+        already-deleted rows, which is harmless.
+        """
         now = _now()
         expired = (
             sa.select(idempotency.c.key)

@@ -45,7 +45,13 @@ def dialect_insert(engine: sa.Engine) -> t.Any:
 
 
 class SQLJobRecords:
-    """The job records (a ``JobRecords``) in ``sqs_jobs_jobs``."""
+    """The job records (a ``JobRecords``) in ``sqs_jobs_jobs``.
+
+    Written by each process's record writer thread (batches of up to 200
+    events); read by ``jobs.get_job``, ``flask sqs-jobs`` and the dashboard;
+    pruned by each worker's presence service. Holds no lock: the upserts'
+    ``WHERE`` lets any number of processes write the same job at once.
+    """
 
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
@@ -57,6 +63,13 @@ class SQLJobRecords:
         }
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
+        """Apply ``events`` in one transaction; return the writes refused for type.
+
+        One ``executemany`` per (shape, restart) of each round, plus one
+        ``SELECT`` when the counts fall short. A write that is older, or over a
+        finished record, is skipped silently. Database errors propagate and
+        roll the whole batch back; the writer counts and logs them.
+        """
         written: list[r.JobEvent] = []
         counts: list[int] = []
         with self._engine.begin() as connection:
@@ -77,6 +90,7 @@ class SQLJobRecords:
             return _refused(connection, written)
 
     def get(self, job_id: str) -> r.JobRecord | None:
+        """One ``SELECT`` by primary key; None when no record was written."""
         with self._engine.connect() as connection:
             row = connection.execute(
                 sa.select(jobs).where(jobs.c.job_id == job_id)
@@ -90,6 +104,10 @@ class SQLJobRecords:
         status: r.StatusFilter = None,
         queue: str | None = None,
     ) -> list[r.JobRecord]:
+        """The latest updated first: one ``SELECT`` on an ``updated_at`` index.
+
+        :raises ValueError: ``status`` names no status (:func:`check_status`).
+        """
         statuses = r.check_status(status)
         query = sa.select(jobs).order_by(jobs.c.updated_at.desc()).limit(limit)
         if statuses is not None:
@@ -119,6 +137,7 @@ class SQLJobRecords:
         ]
 
     def prune(self, older_than: dt.datetime) -> int:
+        """One indexed ``DELETE`` of records last written before ``older_than``."""
         with self._engine.begin() as connection:
             result = connection.execute(
                 sa.delete(jobs).where(jobs.c.updated_at < older_than)
@@ -127,13 +146,19 @@ class SQLJobRecords:
 
 
 class SQLWorkerRegistry:
-    """The live workers (a ``WorkerRegistry``) in ``sqs_jobs_workers``."""
+    """The live workers (a ``WorkerRegistry``) in ``sqs_jobs_workers``.
+
+    Each row is written only by its own worker's presence thread (one
+    statement per call, its own transaction); the dashboard and
+    ``flask sqs-jobs workers`` list them.
+    """
 
     def __init__(self, engine: sa.Engine) -> None:
         self._engine = engine
         self._insert = dialect_insert(engine)
 
     def register(self, worker: r.WorkerRecord) -> None:
+        """Upsert the worker's row (a re-register after it vanished overwrites)."""
         values = {
             "worker_id": worker.worker_id,
             "host": worker.host,

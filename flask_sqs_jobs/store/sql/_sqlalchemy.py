@@ -41,6 +41,17 @@ class SQLAlchemyStore(JobStore):
     them with :meth:`create_tables` or ``flask sqs-jobs store init``. A SQLite
     file is opened in WAL mode with a busy timeout, so the web process and
     the worker can share it.
+
+    One store is shared by every thread of the process (web requests, the
+    worker's slots, the relay, the record writer); its parts are made per
+    caller and hold no lock, so the only lock here guards the first lookup
+    of a Flask-SQLAlchemy engine. Each process has its own connection pool:
+    hundreds of processes need the database's connection limit (or a pooler
+    such as PgBouncer) sized for them.
+
+    :raises ValueError: ``bind`` is not a database URL, or names an in-memory
+        SQLite database.
+    :raises TypeError: ``bind`` is none of the three.
     """
 
     kind = "sqlalchemy"
@@ -75,7 +86,11 @@ class SQLAlchemyStore(JobStore):
 
     @property
     def engine(self) -> sa.Engine:
-        """The engine; for a Flask-SQLAlchemy ``db``, that of the current app."""
+        """The engine; for a Flask-SQLAlchemy ``db``, that of the current app.
+
+        Looked up once, under the store's lock (the first call needs an app
+        context); every later call, from any thread, reads it without a lock.
+        """
         if self._engine is None:
             with self._lock:
                 if self._engine is None:
@@ -83,7 +98,11 @@ class SQLAlchemyStore(JobStore):
         return self._engine
 
     def session(self) -> sa.orm.Session:
-        """A new session on the store's engine (the caller closes it)."""
+        """A new session on the store's engine (the caller closes it).
+
+        Used by the schedule ticks and for ``current_job.session``;
+        objects stay loaded after commit (``expire_on_commit=False``).
+        """
         return sa.orm.Session(self.engine, expire_on_commit=False)
 
     def idempotency_keys(self) -> SQLIdempotencyKeys:
@@ -91,7 +110,11 @@ class SQLAlchemyStore(JobStore):
         return SQLIdempotencyKeys(lambda: self.engine)
 
     def create_tables(self) -> list[str]:
-        """Create the ``sqs_jobs_`` tables that are missing; keep the others."""
+        """Create the ``sqs_jobs_`` tables that are missing; keep the others.
+
+        Run by ``flask sqs-jobs store init``; returns one line per table. It
+        never alters an existing table: schema changes go through Alembic.
+        """
         inspector = sa.inspect(self.engine)
         existing = set(inspector.get_table_names())
         self.metadata.create_all(self.engine, checkfirst=True)
@@ -101,11 +124,19 @@ class SQLAlchemyStore(JobStore):
         ]
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
+        """The ``sqs_jobs_jobs`` table (pruned by the workers, not by TTL).
+
+        :raises RuntimeError: the database is neither SQLite nor PostgreSQL.
+        """
         from ._records import SQLJobRecords
 
         return SQLJobRecords(self.engine)
 
     def worker_registry(self) -> WorkerRegistry:
+        """The ``sqs_jobs_workers`` table.
+
+        :raises RuntimeError: the database is neither SQLite nor PostgreSQL.
+        """
         from ._records import SQLWorkerRegistry
 
         return SQLWorkerRegistry(self.engine)
@@ -117,10 +148,12 @@ class SQLAlchemyStore(JobStore):
         return SQLScheduleTicks(self.session)
 
     def close(self) -> None:
+        """Dispose of an engine the store made; an app's engine is the app's."""
         if self._engine is not None and self._db is None:
             self._engine.dispose()
 
     def describe(self) -> str:
+        """The database URL with its password hidden, for logs and the CLI."""
         return self.engine.url.render_as_string(hide_password=True)
 
 

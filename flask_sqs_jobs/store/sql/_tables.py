@@ -14,7 +14,12 @@ import sqlalchemy as sa
 
 
 class UTCDateTime(sa.TypeDecorator[dt.datetime]):
-    """An aware UTC datetime on every database (SQLite keeps no time zone)."""
+    """An aware UTC datetime on every database (SQLite keeps no time zone).
+
+    SQLite stores the naive UTC text, PostgreSQL a ``timestamptz``; either
+    way every value read back is aware and in UTC, so the stores' parts
+    compare times from any process the same way.
+    """
 
     impl = sa.DateTime(timezone=True)
     cache_ok = True
@@ -22,6 +27,10 @@ class UTCDateTime(sa.TypeDecorator[dt.datetime]):
     def process_bind_param(
         self, value: dt.datetime | None, dialect: sa.Dialect
     ) -> dt.datetime | None:
+        """``value`` in UTC (naive on SQLite).
+
+        :raises ValueError: ``value`` is naive: its zone would be a guess.
+        """
         if value is None:
             return None
         if value.tzinfo is None:
@@ -32,6 +41,7 @@ class UTCDateTime(sa.TypeDecorator[dt.datetime]):
     def process_result_value(
         self, value: t.Any, dialect: sa.Dialect
     ) -> dt.datetime | None:
+        """An aware UTC datetime; a naive one (SQLite) is read as UTC."""
         if value is None:
             return None
         if value.tzinfo is None:

@@ -23,8 +23,11 @@ WriteJob = cabc.Callable[[sa.orm.Session], object]
 class SQLScheduleTicks:
     """The ticks of periodic jobs, claimed once however many workers run.
 
-    Made by :meth:`SQLAlchemyStore.schedule_ticks`; safe to share between
-    threads (each call uses a session of its own).
+    Made by :meth:`SQLAlchemyStore.schedule_ticks` for the periodic
+    scheduler (its ``SqlClaims``); safe to share between threads (each call
+    uses a session of its own). With hundreds of workers firing the same tick,
+    each tries one ``INSERT``; all but one fail on the primary key and write
+    nothing more, so the cost is one round trip per worker and tick.
     """
 
     def __init__(self, session: cabc.Callable[[], sa.orm.Session]) -> None:
@@ -44,6 +47,16 @@ class SQLScheduleTicks:
         Returns False when another worker claimed it first (nothing is
         written). Ticks of the schedule older than ``keep`` before this one
         are forgotten in the same transaction.
+
+        Three statements in one transaction: the tick's ``INSERT``, whatever
+        ``write_job`` writes (the job's outbox row) and the ``DELETE`` of old
+        ticks. On PostgreSQL a second claimer waits for the first to commit
+        (then fails) or roll back (then wins); on SQLite ``BEGIN IMMEDIATE``
+        serialises them.
+
+        :raises sqlalchemy.exc.SQLAlchemyError: any failure but the key's
+            conflict (rolled back: no tick, no job); the scheduler logs
+            ``schedule_fire_failed`` and goes on to the schedule's next tick.
         """
         with self._session() as session:
             try:
@@ -67,7 +80,11 @@ class SQLScheduleTicks:
         return True
 
     def last_claimed(self, schedule: str) -> dt.datetime | None:
-        """The latest tick of ``schedule`` any worker claimed, if any."""
+        """The latest tick of ``schedule`` any worker claimed, if any.
+
+        One ``SELECT max(tick)`` on the primary key; the scheduler reads it at
+        start to know which ticks it missed (``catch_up``).
+        """
         with self._session() as session:
             query = sa.select(sa.func.max(table.c.tick)).where(
                 table.c.schedule == schedule
