@@ -170,7 +170,14 @@ def test_only_what_the_outermost_commit_commits_is_sent_each_once(
     assert all(transactions.seen.values()), transactions.seen
 
 
-@pytest.mark.parametrize("user", USERS)
+#: Users whose sends rest on the helper alone. The outbox's send after commit
+#: also looks its rows up in the database before sending (SQLite: under the
+#: write lock; PostgreSQL: with row locks), so a row the caller has not
+#: committed is never found, whatever the helper hands on.
+HELPER_ONLY = tuple(user for user in USERS if user != "outbox")
+
+
+@pytest.mark.parametrize("user", HELPER_ONLY)
 def test_the_old_helper_fails_the_same_machine(
     sqs: SQSClient, user: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -183,6 +190,16 @@ def test_the_old_helper_fails_the_same_machine(
 
     steps = "\n".join(getattr(failure.value, "__notes__", []))
     assert "end_savepoint(how='release')" in steps, steps
+
+
+def test_the_outbox_sends_nothing_uncommitted_even_with_the_old_helper(
+    sqs: SQSClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module, attribute = holder_module("outbox")
+    old = FiresOnRelease.like(getattr(module, attribute))
+    monkeypatch.setattr(module, attribute, old)
+
+    run_state_machine_as_test(machine("outbox", "session", sqs), settings=SETTINGS)
 
 
 @pytest.mark.parametrize(

@@ -162,14 +162,16 @@ class ImmediateSender:
                 connection.commit()
                 return report
             # SQLite locks the whole database: never hold its write lock
-            # across the send, which would stall the app's own writes. The
-            # rows are still in their grace period, which the relay leaves
-            # alone, and the write lock is taken only to delete them.
+            # across the send, which would stall the app's own writes. Take
+            # it briefly to lease the rows (the relay then leaves them alone,
+            # however long the send takes), and again to delete them.
+            _outbox_rows.begin_locked(connection)
             if any(row.message_group_id is not None for row in rows):
                 # An earlier row of the group still waits: the relay sends
                 # this one after it.
                 rows = _outbox_rows.in_group_order(connection, rows)
-                connection.rollback()
+            rows = _outbox_rows.lease(connection, rows)
+            connection.commit()
             report = send_rows(self.group, rows, "immediate")
             _outbox_rows.begin_locked(connection)
             write_back(connection, rows, report, "immediate")

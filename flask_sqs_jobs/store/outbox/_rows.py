@@ -27,6 +27,9 @@ outbox = outbox_table
 #: How long a freshly committed row is left to the immediate send after the
 #: commit before the relay takes it.
 GRACE_SECONDS = 3.0
+#: How long the send after commit holds the rows it sends on SQLite, which has no
+#: row locks: the relay leaves them alone until then, and takes them after a crash.
+SEND_LEASE_SECONDS = 60.0
 #: The longest back-off after a failed send.
 MAX_BACKOFF_SECONDS = 60.0
 #: How much of a send error is kept on the row.
@@ -150,6 +153,31 @@ def claim(
         _row(r) for r in connection.execute(query.with_for_update(skip_locked=True))
     ]
     return in_group_order(connection, rows)
+
+
+def lease(connection: sa.Connection, rows: list[OutboxRow]) -> list[OutboxRow]:
+    """Hold ``rows`` for a send made outside the write lock (SQLite); those still here.
+
+    Run under SQLite's write lock: a relay's pass holds that lock from its claim
+    to its write-back, so a row still in the table is not being sent by a relay,
+    and a row a relay sent is gone. Moving ``available_at`` past the send keeps
+    every relay off the rows however long the send takes; if this process dies
+    first, the relay sends them once the lease ends.
+    """
+    if not rows:
+        return rows
+    ids = [row.id for row in rows]
+    present = set(
+        connection.execute(sa.select(outbox.c.id).where(outbox.c.id.in_(ids))).scalars()
+    )
+    if present:
+        until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=SEND_LEASE_SECONDS)
+        connection.execute(
+            sa.update(outbox)
+            .where(outbox.c.id.in_(sorted(present)))
+            .values(available_at=until)
+        )
+    return [row for row in rows if row.id in present]
 
 
 def _row(record: sa.Row[t.Any]) -> OutboxRow:
