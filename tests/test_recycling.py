@@ -103,3 +103,23 @@ def test_no_limits_never_stop() -> None:
 
 def test_the_rss_reader_reports_this_process_in_mib() -> None:
     assert 1 < rss_mb() < 100_000
+
+
+def test_the_rss_is_read_at_most_once_a_second() -> None:
+    now = [0.0]
+    reads: list[float] = []
+
+    def rss() -> float:
+        reads.append(now[0])
+        return 100.0
+
+    stop = Recycler(
+        RecycleLimits(max_memory_mb=200),
+        clock=lambda: now[0],
+        rss=rss,
+        jitter=lambda: 0,
+    )
+    for _ in range(20):
+        assert not stop()
+        now[0] += 0.25
+    assert reads == [0.0, 1.0, 2.0, 3.0, 4.0]

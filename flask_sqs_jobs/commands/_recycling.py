@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
+import math
 import random
 import resource
 import sys
@@ -32,6 +33,10 @@ log = structlog.get_logger(__name__)
 #: ``--max-age`` is drawn once per process within +-this share of the value,
 #: so a fleet started together does not restart together.
 AGE_JITTER = 0.10
+
+#: The RSS is read at most this often: the check runs before every polling
+#: cycle, which with one slot is every job.
+RSS_CHECK_SECONDS = 1.0
 
 F = t.TypeVar("F", bound=cabc.Callable[..., t.Any])
 
@@ -122,6 +127,7 @@ class Recycler(Hooks):
         self._clock = clock
         self._rss = rss
         self._started_at = clock()
+        self._rss_checked_at = -math.inf
         self.max_age = (
             None
             if limits.max_age is None
@@ -150,7 +156,12 @@ class Recycler(Hooks):
         limits = self._limits
         if limits.max_jobs is not None and self.jobs >= limits.max_jobs:
             return "max_jobs", {"max_jobs": limits.max_jobs}
-        if limits.max_memory_mb is not None:
+        now = self._clock()
+        if (
+            limits.max_memory_mb is not None
+            and now - self._rss_checked_at >= RSS_CHECK_SECONDS
+        ):
+            self._rss_checked_at = now
             rss = self._rss()
             if rss > limits.max_memory_mb:
                 return "max_memory", {
@@ -158,7 +169,7 @@ class Recycler(Hooks):
                     "max_memory_mb": limits.max_memory_mb,
                 }
         if self.max_age is not None:
-            age = self._clock() - self._started_at
+            age = now - self._started_at
             if age >= self.max_age:
                 return "max_age", {"age_seconds": round(age, 1)}
         return None, {}
