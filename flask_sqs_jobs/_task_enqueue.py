@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import typing as t
 
+from .engine import DuplicateJobError
 from .engine.model import JSONObject
 from .engine.model import new_job_id
 
@@ -37,12 +38,16 @@ class EnqueuedJob:
     """A job a :class:`Task` enqueued.
 
     ``message_id`` is the SQS MessageId, or None when the job went into the
-    outbox (``session=``) and is not sent yet.
+    outbox (``session=``) and is not sent yet. A unique job whose key
+    another job held comes back as that job (``duplicate`` True,
+    ``message_id`` None): nothing was sent.
     """
 
     job_id: str
     message_id: str | None
     _jobs: JobsFacade = dataclasses.field(repr=False, compare=False)
+    #: True when nothing was sent: ``job_id`` is the job holding the unique key.
+    duplicate: bool = False
 
     def record(self) -> t.Any:
         """The job's record (``jobs.get_job(job_id)``), or None if it has none.
@@ -74,6 +79,12 @@ class EnqueueOptions:
     correlation_fields: JSONObject | None = None
     max_runtime_seconds: float | None = None
     session: t.Any = None
+    unique: bool | None = None
+    unique_key: str | None = None
+    unique_for: float | None = None
+    unique_until: str | None = None
+    on_duplicate: str | None = None
+    debounce: float | None = None
 
     def sent(self) -> dict[str, t.Any]:
         """The options for ``jobs.enqueue``, the queue and the session aside."""
@@ -101,14 +112,22 @@ class Sender(t.Generic[P, R]):
         payload = task.build_payload(args, kwargs)
         job_id = options.job_id or new_job_id()
         sent = {**options.sent(), "job_id": job_id}
-        if options.session is not None:
-            # The outbox's enqueue takes session= and returns the job id.
-            outbox_enqueue: t.Any = task.jobs.enqueue
-            returned = outbox_enqueue(
-                options.queue, task.name, payload, session=options.session, **sent
-            )
-            return EnqueuedJob(str(returned or job_id), None, task.jobs)
-        message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
+        if options.unique or options.unique_key is not None:
+            # A duplicate raises, so it is told from a send; "skip" returns it.
+            sent["on_duplicate"] = "raise"
+        try:
+            if options.session is not None or options.debounce is not None:
+                # The outbox's enqueue takes session= and returns the job id.
+                outbox_enqueue: t.Any = task.jobs.enqueue
+                returned = outbox_enqueue(
+                    options.queue, task.name, payload, session=options.session, **sent
+                )
+                return EnqueuedJob(str(returned or job_id), None, task.jobs)
+            message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
+        except DuplicateJobError as exc:
+            if options.on_duplicate == "raise":
+                raise
+            return EnqueuedJob(exc.job_id, None, task.jobs, duplicate=True)
         return EnqueuedJob(job_id, message_id, task.jobs)
 
     def enqueue_many(
@@ -178,12 +197,20 @@ class Sender(t.Generic[P, R]):
         correlation_fields: JSONObject | None = None,
         max_runtime_seconds: float | None = None,
         session: t.Any = None,
+        unique: bool | None = None,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        unique_until: str | None = None,
+        on_duplicate: str | None = None,
+        debounce: float | None = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
 
         The options are those of ``jobs.enqueue``; ``queue`` overrides the
         task's queue and ``session`` writes the job into the outbox in that
-        session's transaction. Options left None keep their value.
+        session's transaction. ``unique``, ``unique_key``, ``unique_for``,
+        ``unique_until``, ``on_duplicate`` and ``debounce`` are those of unique
+        jobs (``docs/flow-control.md``). Options left None keep their value.
         """
         given = {
             "queue": queue,
@@ -195,6 +222,12 @@ class Sender(t.Generic[P, R]):
             "correlation_fields": correlation_fields,
             "max_runtime_seconds": max_runtime_seconds,
             "session": session,
+            "unique": unique,
+            "unique_key": unique_key,
+            "unique_for": unique_for,
+            "unique_until": unique_until,
+            "on_duplicate": on_duplicate,
+            "debounce": debounce,
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))
