@@ -13,11 +13,22 @@ from flask_sqs_jobs import SQSJobs
 from tests.idempotency.conftest import dlq_url
 from tests.idempotency.conftest import queue_url
 from tests.idempotency.conftest import run_worker
+from tests.store.conftest import dynamodb_client
+from tests.store.conftest import dynamodb_endpoint
+from tests.store.conftest import table_name
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
-__all__ = ["dlq_url", "queue_url", "run_worker", "store_app"]
+__all__ = [
+    "dlq_url",
+    "dynamodb_client",
+    "dynamodb_endpoint",
+    "queue_url",
+    "run_worker",
+    "store_app",
+    "table_name",
+]
 
 
 @pytest.fixture
