@@ -58,13 +58,14 @@ demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
 ## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3,
-## idempotent handlers on PostgreSQL, job records and the transactional outbox
+## idempotent handlers on PostgreSQL, job records, the transactional outbox and unique jobs
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
 	$(BIN)/python -m bench.idempotency
 	$(BIN)/python -m bench.records
 	$(BIN)/python -m bench.outbox
+	$(BIN)/python -m bench.unique
 
 ## make dashboard-screenshots: the browser tier, writing docs/_static/dashboard/*.png
 dashboard-screenshots: $(STAMP)

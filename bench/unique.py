@@ -1,0 +1,106 @@
+"""Unique jobs on PostgreSQL: what the key costs per job, against the same jobs without.
+
+``python -m bench.unique [--jobs N] [--concurrency C]`` starts MiniStack (as
+``python -m bench`` does) and a throwaway PostgreSQL cluster
+(``tests/postgres.py``: needs PostgreSQL's binaries), then, twice (plain
+jobs, then each with a ``unique_key`` of its own): enqueues ``--jobs`` no-op
+jobs one by one with ``QueueGroup.enqueue`` (the key's take is one upsert
+before each send), and drains them with an embedded ``JobWorker`` of
+``--concurrency`` slots whose hooks release each key as its job starts. It
+prints a Markdown table of jobs per second for each phase and the unique
+run's ratio to the plain one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+import typing as t
+
+from bench.servers import drop_queue
+from bench.servers import ministack
+from bench.servers import new_queue
+from bench.servers import sqs_client
+from bench.servers import use_fake_aws
+
+
+def run(
+    endpoint: str, jobs: int, concurrency: int, store: t.Any | None
+) -> tuple[float, float]:
+    """Enqueue, then drain, ``jobs`` no-op jobs: (enqueues/s, jobs drained/s)."""
+    from flask_sqs_jobs import JobWorker
+    from flask_sqs_jobs import QueueGroup
+    from flask_sqs_jobs import SqsQueue
+    from flask_sqs_jobs.engine import use_unique_keys
+    from flask_sqs_jobs.engine.unique import UniqueRelease
+
+    sqs = sqs_client(endpoint)
+    _, url = new_queue(sqs, "unique")
+    group = QueueGroup({"jobs": {"queue": SqsQueue(url, boto_client=sqs)}})
+    hooks = []
+    if store is not None:
+        keys = store.unique_keys()
+        use_unique_keys(group, keys)
+        hooks.append(UniqueRelease(lambda: keys, lambda queue, error: None))
+    started = time.perf_counter()
+    for n in range(jobs):
+        options = {} if store is None else {"unique_key": f"k{n}"}
+        group.enqueue("jobs", "noop", {"n": n}, **options)
+    enqueue_rate = jobs / (time.perf_counter() - started)
+    done = 0
+    lock = threading.Lock()
+    first: list[float] = []
+
+    def work(payload: dict[str, t.Any]) -> None:
+        nonlocal done
+        with lock:
+            if not first:
+                first.append(time.perf_counter())
+            done += 1
+
+    worker = JobWorker(
+        group,
+        {"noop": work},
+        should_stop=lambda: done >= jobs,
+        idle_wait_seconds=1,
+        concurrency=concurrency,
+        hooks=hooks,
+    )
+    worker.run()
+    drain_rate = jobs / (time.perf_counter() - first[0])
+    drop_queue(sqs, url)
+    return enqueue_rate, drain_rate
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.unique")
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args(argv)
+    use_fake_aws()
+    import structlog
+    from flask_sqs_jobs.store import SQLAlchemyStore
+    from tests.postgres import fresh_database
+    from tests.postgres import postgres_cluster
+
+    # One line per job would measure the terminal, not the store.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    with postgres_cluster() as server_url, ministack() as server:
+        store = SQLAlchemyStore(fresh_database(server_url))
+        store.create_tables()
+        plain = run(server.endpoint, args.jobs, args.concurrency, None)
+        unique = run(server.endpoint, args.jobs, args.concurrency, store)
+        store.close()
+    print(
+        f"| {args.jobs} no-op jobs, {args.concurrency} slots, PostgreSQL"
+        " | plain jobs/s | unique_key= jobs/s | ratio |\n| --- | --- | --- | --- |\n"
+        f"| enqueue, one by one | {plain[0]:.1f} | {unique[0]:.1f}"
+        f" | {unique[0] / plain[0]:.2f} |\n"
+        f"| drain | {plain[1]:.1f} | {unique[1]:.1f} | {unique[1] / plain[1]:.2f} |"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
