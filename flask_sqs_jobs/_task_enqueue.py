@@ -8,9 +8,9 @@ import dataclasses
 import datetime
 import typing as t
 
-from .engine import DuplicateJobError
 from .engine.model import JSONObject
 from .engine.model import new_job_id
+from .engine.unique import HolderJobId
 
 if t.TYPE_CHECKING:
     from ._jobs_facade import JobsFacade
@@ -112,23 +112,15 @@ class Sender(t.Generic[P, R]):
         payload = task.build_payload(args, kwargs)
         job_id = options.job_id or new_job_id()
         sent = {**options.sent(), "job_id": job_id}
-        if options.unique or options.unique_key is not None:
-            # A duplicate raises, so it is told from a send; "skip" returns it.
-            sent["on_duplicate"] = "raise"
-        try:
-            if options.session is not None or options.debounce is not None:
-                # The outbox's enqueue takes session= and returns the job id.
-                outbox_enqueue: t.Any = task.jobs.enqueue
-                returned = outbox_enqueue(
-                    options.queue, task.name, payload, session=options.session, **sent
-                )
-                return EnqueuedJob(str(returned or job_id), None, task.jobs)
-            message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
-        except DuplicateJobError as exc:
-            if options.on_duplicate == "raise":
-                raise
-            return EnqueuedJob(exc.job_id, None, task.jobs, duplicate=True)
-        return EnqueuedJob(job_id, message_id, task.jobs)
+        if options.session is not None or options.debounce is not None:
+            # The outbox's enqueue takes session= and returns the job id.
+            outbox_enqueue: t.Any = task.jobs.enqueue
+            returned = outbox_enqueue(
+                options.queue, task.name, payload, session=options.session, **sent
+            )
+            return _enqueued(task.jobs, str(returned or job_id), None, returned)
+        message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
+        return _enqueued(task.jobs, job_id, message_id, message_id)
 
     def enqueue_many(
         self, calls: cabc.Iterable[cabc.Mapping[str, t.Any]]
@@ -166,11 +158,16 @@ class Sender(t.Generic[P, R]):
         ids = [spec["job_id"] for spec in specs]
         if options.session is not None:
             outbox_enqueue_many: t.Any = task.jobs.enqueue_many
-            outbox_enqueue_many(options.queue, specs, session=options.session)
-            return [EnqueuedJob(job_id, None, task.jobs) for job_id in ids]
+            returned = outbox_enqueue_many(
+                options.queue, specs, session=options.session
+            )
+            return [
+                _enqueued(task.jobs, job_id, None, value)
+                for job_id, value in zip(ids, returned, strict=True)
+            ]
         message_ids = task.jobs.enqueue_many(options.queue, specs)
         return [
-            EnqueuedJob(job_id, message_id, task.jobs)
+            _enqueued(task.jobs, job_id, message_id, message_id)
             for job_id, message_id in zip(ids, message_ids, strict=True)
         ]
 
@@ -231,6 +228,15 @@ class Sender(t.Generic[P, R]):
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))
+
+
+def _enqueued(
+    jobs: JobsFacade, job_id: str, message_id: str | None, returned: object
+) -> EnqueuedJob:
+    """The job an enqueue made; the holder when ``returned`` is a holder's id."""
+    if isinstance(returned, HolderJobId):
+        return EnqueuedJob(str(returned), None, jobs, duplicate=True)
+    return EnqueuedJob(job_id, message_id, jobs)
 
 
 class TaskOptions(Sender[P, R]):

@@ -9,6 +9,7 @@ import typing as t
 import pytest
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.store.outbox import flush_all
 
 from tests.idempotency.conftest import dlq_url
 from tests.idempotency.conftest import queue_url
@@ -46,4 +47,5 @@ def store_app(
     jobs.init_app(app)
     jobs.store(app).create_tables()
     yield app
+    flush_all()  # the sends after commit end before the store closes
     jobs.store(app).close()

@@ -18,6 +18,16 @@ if t.TYPE_CHECKING:
 Payload: t.TypeAlias = dict[str, t.Any]
 
 
+def report_task(jobs: SQSJobs) -> t.Any:
+    """A task ``report(day)`` that does nothing."""
+
+    @jobs.task()
+    def report(day: int) -> None:
+        pass
+
+    return report
+
+
 def messages_in(sqs: SQSClient, queue_url: str) -> int:
     attributes = sqs.get_queue_attributes(
         QueueUrl=queue_url,
@@ -68,10 +78,7 @@ def test_on_duplicate_raise_names_the_holder(store_app: Flask, jobs: SQSJobs) ->
 def test_a_task_returns_the_holder_as_a_duplicate(
     store_app: Flask, jobs: SQSJobs
 ) -> None:
-    @jobs.task()
-    def report(day: int) -> None:
-        pass
-
+    report = report_task(jobs)
     with store_app.app_context():
         first = report.options(unique=True).enqueue(day=1)
         again = report.options(unique=True).enqueue(day=1)
@@ -203,3 +210,29 @@ def test_the_key_is_released_when_the_job_starts_or_finishes(
     # Once j-1 finished its key is free, unless the job sent while it ran holds it.
     assert (after == "j-2") is not held_while_running
     assert after != "j-1"
+
+
+def test_a_tasks_enqueue_many_marks_the_duplicates(
+    store_app: Flask, jobs: SQSJobs
+) -> None:
+    report = report_task(jobs)
+    with store_app.app_context():
+        first = report.options(unique=True).enqueue(day=1)
+        queued = report.options(unique=True).enqueue_many([{"day": 1}, {"day": 2}])
+
+    assert [job.duplicate for job in queued] == [True, False]
+    assert queued[0].job_id == first.job_id
+    assert queued[1].message_id is not None
+
+
+def test_a_task_in_a_session_returns_the_holder_as_a_duplicate(
+    store_app: Flask, jobs: SQSJobs
+) -> None:
+    report = report_task(jobs)
+    store = t.cast(t.Any, jobs.store(store_app))
+    with store_app.app_context(), store.session() as session:
+        first = report.options(unique=True, session=session).enqueue(day=1)
+        again = report.options(unique=True, session=session).enqueue(day=1)
+        session.commit()
+    assert (first.duplicate, again.duplicate) == (False, True)
+    assert again.job_id == first.job_id

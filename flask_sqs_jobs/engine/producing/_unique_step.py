@@ -19,6 +19,7 @@ import structlog
 
 from ..model import EnqueueBatchError
 from ..unique import DuplicateJobError
+from ..unique import HolderJobId
 from ..unique import RAISE
 from ..unique import unique_keys_of
 
@@ -51,7 +52,7 @@ class UniqueStep:
         #: The jobs to produce, with their positions in the call.
         self.kept: list[tuple[int, PreparedJob]] = []
         #: Position -> the holder's job id, for each duplicate skipped.
-        self.holders: dict[int, str] = {}
+        self.holders: dict[int, HolderJobId] = {}
 
     @classmethod
     def take(
@@ -107,7 +108,7 @@ class UniqueStep:
             job_id=job_id,
             holder_job_id=holder,
         )
-        self.holders[position] = holder
+        self.holders[position] = HolderJobId(holder)
 
     def around(
         self, produce: cabc.Callable[[list[PreparedJob]], list[str]]
@@ -126,7 +127,7 @@ class UniqueStep:
         except BaseException:
             self.release()
             raise
-        merged = dict(self.holders)
+        merged: dict[int, str] = dict(self.holders)
         merged.update(
             (position, job_id)
             for (position, _), job_id in zip(self.kept, ids, strict=True)

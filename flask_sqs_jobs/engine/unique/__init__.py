@@ -9,6 +9,7 @@ from ._keys import use_unique_keys
 from ._options import DEFAULT_UNIQUE_FOR_SECONDS
 from ._options import DuplicateJobError
 from ._options import FINISHED
+from ._options import HolderJobId
 from ._options import NEEDS_A_STORE
 from ._options import RAISE
 from ._options import read_unique
@@ -25,6 +26,7 @@ __all__ = [
     "STARTED",
     "UNIQUE_OPTION_NAMES",
     "DuplicateJobError",
+    "HolderJobId",
     "UniqueKeys",
     "UniqueOptions",
     "UniqueRelease",

@@ -68,6 +68,16 @@ class DuplicateJobError(SQSJobsError):
         )
 
 
+class HolderJobId(str):
+    """The id of the job holding a unique key, returned in a duplicate's place.
+
+    A ``str`` like any id an enqueue returns; its type tells the task layer
+    that nothing was sent (``EnqueuedJob.duplicate``).
+    """
+
+    __slots__ = ()
+
+
 @dataclasses.dataclass(frozen=True)
 class UniqueOptions:
     """One job's checked uniqueness or debounce options.
