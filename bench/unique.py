@@ -6,14 +6,16 @@
 jobs, then each with a ``unique_key`` of its own): enqueues ``--jobs`` no-op
 jobs one by one with ``QueueGroup.enqueue`` (the key's take is one upsert
 before each send), and drains them with an embedded ``JobWorker`` of
-``--concurrency`` slots whose hooks release each key as its job starts. It
-prints a Markdown table of jobs per second for each phase and the unique
-run's ratio to the plain one.
+``--concurrency`` slots whose hooks release each key as its job starts. Both
+runs are repeated ``--repeat`` times, interleaved; it prints a Markdown
+table of the median jobs per second of each phase and the unique run's ratio
+to the plain one.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import threading
 import time
 import typing as t
@@ -45,8 +47,9 @@ def run(
         hooks.append(UniqueRelease(lambda: keys, lambda queue, error: None))
     started = time.perf_counter()
     for n in range(jobs):
-        options = {} if store is None else {"unique_key": f"k{n}"}
-        group.enqueue("jobs", "noop", {"n": n}, **options)
+        group.enqueue(
+            "jobs", "noop", {"n": n}, unique_key=None if store is None else f"k{n}"
+        )
     enqueue_rate = jobs / (time.perf_counter() - started)
     done = 0
     lock = threading.Lock()
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.unique")
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     use_fake_aws()
     import structlog
@@ -89,11 +93,22 @@ def main(argv: list[str] | None = None) -> int:
     with postgres_cluster() as server_url, ministack() as server:
         store = SQLAlchemyStore(fresh_database(server_url))
         store.create_tables()
-        plain = run(server.endpoint, args.jobs, args.concurrency, None)
-        unique = run(server.endpoint, args.jobs, args.concurrency, store)
+        runs: dict[str, list[tuple[float, float]]] = {"plain": [], "unique": []}
+        for _ in range(args.repeat):  # interleaved, so a busy moment hits both
+            runs["plain"].append(
+                run(server.endpoint, args.jobs, args.concurrency, None)
+            )
+            runs["unique"].append(
+                run(server.endpoint, args.jobs, args.concurrency, store)
+            )
         store.close()
+    plain, unique = (
+        tuple(statistics.median(r[i] for r in runs[name]) for i in (0, 1))
+        for name in ("plain", "unique")
+    )
     print(
-        f"| {args.jobs} no-op jobs, {args.concurrency} slots, PostgreSQL"
+        f"| {args.jobs} no-op jobs (median of {args.repeat}),"
+        f" {args.concurrency} slots, PostgreSQL"
         " | plain jobs/s | unique_key= jobs/s | ratio |\n| --- | --- | --- | --- |\n"
         f"| enqueue, one by one | {plain[0]:.1f} | {unique[0]:.1f}"
         f" | {unique[0] / plain[0]:.2f} |\n"

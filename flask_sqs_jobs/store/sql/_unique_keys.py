@@ -14,6 +14,8 @@ this process's UTC clock, passed to each statement (keep clocks in sync).
 
 from __future__ import annotations
 
+import collections.abc as cabc
+import contextlib
 import datetime as dt
 import typing as t
 
@@ -119,7 +121,7 @@ class SQLUniqueKeys:
             if session is not None:
                 holder = _take_in(t.cast(sa.orm.Session, session), self._take, params)
             else:
-                with self._engine().begin() as connection:
+                with self._connect() as connection:
                     holder = _take_in(connection, self._take, params)
             if holder != "":
                 return holder
@@ -134,8 +136,26 @@ class SQLUniqueKeys:
         if session is not None:
             t.cast(sa.orm.Session, session).execute(_RELEASE, params)
             return
-        with self._engine().begin() as connection:
+        with self._connect() as connection:
             connection.execute(_RELEASE, params)
+
+    @contextlib.contextmanager
+    def _connect(self) -> cabc.Iterator[sa.Connection]:
+        """A connection for one statement, atomic on its own.
+
+        On PostgreSQL in autocommit mode: one round trip instead of three
+        (``BEGIN``, the statement, ``COMMIT``). SQLite keeps the store's
+        ``BEGIN IMMEDIATE`` transaction, which takes the write lock at once.
+        """
+        engine = self._engine()
+        if engine.dialect.name == "postgresql":
+            with engine.connect().execution_options(
+                isolation_level="AUTOCOMMIT"
+            ) as connection:
+                yield connection
+            return
+        with engine.begin() as connection:
+            yield connection
 
     def forget_expired(self, limit: int = 1000) -> int:
         """Delete up to ``limit`` rows whose time is up; return how many."""
