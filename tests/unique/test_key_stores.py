@@ -71,3 +71,27 @@ def test_a_key_whose_time_ran_out_is_taken_over(
     assert store_keys.take("report:k", "j-2", hold_seconds=60) is None
     store_keys.release("report:k", "j-1")  # the old holder frees nothing now
     assert store_keys.take("report:k", "j-3", hold_seconds=60) == "j-2"
+
+
+def test_workers_delete_expired_sql_keys_with_the_idempotency_keys(
+    tmp_path: t.Any,
+) -> None:
+    from flask_sqs_jobs.store.records._presence import _key_forgetting
+
+    store = SQLAlchemyStore(f"sqlite:///{tmp_path / 'jobs.db'}")
+    store.create_tables()
+    keys = store.unique_keys()
+    keys.take("report:old", "j-1", hold_seconds=60)
+    keys.take("report:live", "j-2", hold_seconds=60)
+    with store.engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                "UPDATE sqs_jobs_unique_keys SET expires_at = created_at"
+                " WHERE key = 'report:old'"
+            )
+        )
+    forget = _key_forgetting(store)
+    assert forget is not None
+    assert forget() == 1
+    assert keys.take("report:live", "j-3", hold_seconds=60) == "j-2"
+    store.close()
