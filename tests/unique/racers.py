@@ -33,9 +33,9 @@ def store_for(where: dict[str, str]) -> t.Any:
 
 
 def race(
-    name: str, where: dict[str, str], threads: int, per_thread: int, go: t.Any
+    name: str, where: dict[str, str], threads: int, total: int, go: t.Any
 ) -> list[str]:
-    """Enqueue ``threads * per_thread`` jobs of one unique key once ``go`` is set.
+    """Enqueue ``total`` jobs of one unique key from ``threads`` threads, on ``go``.
 
     Each job's id is ``<name>-<thread>-<n>``; returns what each enqueue
     returned (a MessageId when it was sent, else the holder's job id).
@@ -54,7 +54,7 @@ def race(
 
         def enqueue_all(thread: int) -> None:
             go.wait(60)
-            for n in range(per_thread):
+            for n in range(total // threads + (thread < total % threads)):
                 value = group.enqueue(
                     "default",
                     "report",
@@ -80,7 +80,7 @@ def race_in_child(
     name: str,
     where: dict[str, str],
     threads: int,
-    per_thread: int,
+    total: int,
     ready: t.Any,
     go: t.Any,
     results: t.Any,
@@ -97,4 +97,4 @@ def race_in_child(
 
     ready.put(name)
     started.set()
-    results.put((name, race(name, where, threads, per_thread, Go())))
+    results.put((name, race(name, where, threads, total, Go())))

@@ -1,4 +1,4 @@
-"""100 enqueues of one unique key, from 8 threads in 2 processes: one is sent.
+"""100 enqueues of one unique key, from 8 threads in each of 2 processes: one is sent.
 
 Each store decides the race itself (SQLite's write lock, PostgreSQL's primary
 key, DynamoDB's conditional put); the enqueues start together on one event.
@@ -13,8 +13,8 @@ import pytest
 
 from tests.unique.racers import race_in_child
 
-#: 2 processes of 4 threads each: 4 * 12 + 4 * 13 = 100 enqueues.
-THREADS, PER_THREAD = 4, 12
+#: 2 processes of 8 threads each, 50 enqueues per process.
+THREADS, PER_PROCESS = 8, 50
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "dynamodb"])
@@ -45,13 +45,13 @@ def test_exactly_one_of_a_hundred_concurrent_enqueues_is_sent(
 ) -> None:
     spawn = multiprocessing.get_context("spawn")
     ready, results, go = spawn.Queue(), spawn.Queue(), spawn.Event()
-    sizes = {"a": PER_THREAD, "b": PER_THREAD + 1}
+    sizes = {"a": PER_PROCESS, "b": PER_PROCESS}
     processes = [
         spawn.Process(
             target=race_in_child,
-            args=(name, where, THREADS, per_thread, ready, go, results),
+            args=(name, where, THREADS, total, ready, go, results),
         )
-        for name, per_thread in sizes.items()
+        for name, total in sizes.items()
     ]
     for process in processes:
         process.start()
@@ -65,13 +65,13 @@ def test_exactly_one_of_a_hundred_concurrent_enqueues_is_sent(
     values = [value for name in sizes for value in returned[name]]
     ours = {
         f"{n}-{t}-{i}"
-        for n, k in sizes.items()
+        for n, total in sizes.items()
         for t in range(THREADS)
-        for i in range(k)
+        for i in range(total)  # a superset of each thread's ids
     }
     sent = [value for value in values if value not in ours]
     holders = {value for value in values if value in ours}
 
-    assert len(values) == THREADS * sum(sizes.values()) == 100
+    assert len(values) == sum(sizes.values()) == 100
     assert len(sent) == 1
     assert len(holders) == 1  # every duplicate names the one job sent
