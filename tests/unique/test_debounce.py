@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import typing as t
 
 import pytest
 import sqlalchemy as sa
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.store.outbox import _rows
 from flask_sqs_jobs.store.outbox._relay import OutboxRelay
 
 from tests.idempotency.conftest import RunWorker
@@ -113,3 +115,32 @@ def test_debounce_on_a_queue_group_of_its_own_says_what_to_use(
             "default",
             [{"job_type": "reindex", "payload": {}, "unique_key": "k", "debounce": 5}],
         )
+
+
+def test_an_enqueue_while_the_relay_holds_the_row_is_not_lost(
+    store_app: Flask, jobs: SQSJobs
+) -> None:
+    jobs.handler("reindex")(lambda payload: None)
+    engine = t.cast(t.Any, jobs.store(store_app)).engine
+    with store_app.app_context():
+        jobs.enqueue("default", "reindex", {"n": 1}, unique_key="k", debounce=30)
+    due_now(engine)
+
+    def enqueue_again() -> None:
+        with store_app.app_context():
+            jobs.enqueue("default", "reindex", {"n": 2}, unique_key="k", debounce=30)
+
+    later = threading.Thread(target=enqueue_again)
+    with engine.connect() as connection:
+        _rows.begin_locked(connection)
+        claimed = _rows.claim(connection, limit=10)
+        later.start()  # waits for the relay's lock, or comes after it
+        _rows.delete(connection, [row.id for row in claimed])  # sent
+        connection.commit()
+    later.join(30)
+    rows = pending(engine)
+
+    assert len(claimed) == 1
+    assert '"n":1' in claimed[0].body
+    assert len(rows) == 1  # the newer payload waits in a new window
+    assert '"n":2' in rows[0][1]
