@@ -1,15 +1,15 @@
 """Unique jobs on PostgreSQL: what the key costs per job, against the same jobs without.
 
-``python -m bench.unique [--jobs N] [--concurrency C]`` starts MiniStack (as
-``python -m bench`` does) and a throwaway PostgreSQL cluster
-(``tests/postgres.py``: needs PostgreSQL's binaries), then, twice (plain
-jobs, then each with a ``unique_key`` of its own): enqueues ``--jobs`` no-op
-jobs one by one with ``QueueGroup.enqueue`` (the key's take is one upsert
-before each send), and drains them with an embedded ``JobWorker`` of
-``--concurrency`` slots whose hooks release each key as its job starts. Both
-runs are repeated ``--repeat`` times, interleaved; it prints a Markdown
-table of the median jobs per second of each phase and the unique run's ratio
-to the plain one.
+``python -m bench.unique [--jobs N] [--concurrency C] [--sleep-ms MS]``
+starts MiniStack (as ``python -m bench`` does) and a throwaway PostgreSQL
+cluster (``tests/postgres.py``: needs PostgreSQL's binaries), then, twice
+(plain jobs, then each with a ``unique_key`` of its own): enqueues
+``--jobs`` jobs (no-op, or sleeping ``--sleep-ms``) one by one with
+``QueueGroup.enqueue`` (the key's take is one upsert before each send), and
+drains them with an embedded ``JobWorker`` of ``--concurrency`` slots whose
+hooks release each key as its job starts. Both runs are repeated
+``--repeat`` times, interleaved; it prints a Markdown table of the median
+jobs per second of each phase and the unique run's ratio to the plain one.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from bench.servers import use_fake_aws
 
 
 def run(
-    endpoint: str, jobs: int, concurrency: int, store: t.Any | None
+    endpoint: str, jobs: int, concurrency: int, store: t.Any | None, sleep_s: float
 ) -> tuple[float, float]:
     """Enqueue, then drain, ``jobs`` no-op jobs: (enqueues/s, jobs drained/s)."""
     from flask_sqs_jobs import JobWorker
@@ -60,6 +60,9 @@ def run(
         with lock:
             if not first:
                 first.append(time.perf_counter())
+        if sleep_s:
+            time.sleep(sleep_s)
+        with lock:
             done += 1
 
     worker = JobWorker(
@@ -81,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sleep-ms", type=float, default=0.0)
     args = parser.parse_args(argv)
+    sleep_s = args.sleep_ms / 1000
     use_fake_aws()
     import structlog
     from flask_sqs_jobs.store import SQLAlchemyStore
@@ -96,10 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[str, list[tuple[float, float]]] = {"plain": [], "unique": []}
         for _ in range(args.repeat):  # interleaved, so a busy moment hits both
             runs["plain"].append(
-                run(server.endpoint, args.jobs, args.concurrency, None)
+                run(server.endpoint, args.jobs, args.concurrency, None, sleep_s)
             )
             runs["unique"].append(
-                run(server.endpoint, args.jobs, args.concurrency, store)
+                run(server.endpoint, args.jobs, args.concurrency, store, sleep_s)
             )
         store.close()
     plain, unique = (
@@ -107,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("plain", "unique")
     )
     print(
-        f"| {args.jobs} no-op jobs (median of {args.repeat}),"
+        f"| {args.jobs} jobs of {args.sleep_ms:g} ms (median of {args.repeat}),"
         f" {args.concurrency} slots, PostgreSQL"
         " | plain jobs/s | unique_key= jobs/s | ratio |\n| --- | --- | --- | --- |\n"
         f"| enqueue, one by one | {plain[0]:.1f} | {unique[0]:.1f}"
