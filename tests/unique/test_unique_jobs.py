@@ -236,3 +236,16 @@ def test_a_task_in_a_session_returns_the_holder_as_a_duplicate(
         session.commit()
     assert (first.duplicate, again.duplicate) == (False, True)
     assert again.job_id == first.job_id
+
+
+def test_a_job_that_fails_to_be_sent_frees_its_key(
+    store_app: Flask, jobs: SQSJobs
+) -> None:
+    jobs.handler("report")(lambda payload: None)
+    with store_app.app_context():
+        with pytest.raises(ValueError, match="MaximumMessageSize"):
+            jobs.enqueue("default", "report", {"blob": "x" * 1_100_000}, unique_key="k")
+        again = jobs.enqueue("default", "report", {}, unique_key="k", job_id="j-2")
+        third = jobs.enqueue("default", "report", {}, unique_key="k")
+    assert again != "j-2"  # sent (a MessageId): the failed job held no key
+    assert third == "j-2"
