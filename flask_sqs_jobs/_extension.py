@@ -117,7 +117,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         config = load_config(app.config)
         store = self._store or make_store(config)
         hooks = with_records(
-            with_unique_release(FlaskHooks(app), store),
+            with_unique_release(FlaskHooks(app), store, synchronous=config.eager),
             store,
             enabled=config.record_jobs,
             retention_seconds=config.record_retention_seconds,

@@ -31,10 +31,13 @@ def keys_of(store: JobStore) -> UniqueKeys:
     return keys
 
 
-def with_unique_release(hooks: Hooks, store: JobStore | None) -> Hooks:
+def with_unique_release(
+    hooks: Hooks, store: JobStore | None, *, synchronous: bool = False
+) -> Hooks:
     """``hooks``, plus the release of unique jobs' keys when there is a store.
 
     A failed release reaches ``hooks``' ``worker_error`` with kind ``"store"``.
+    :param synchronous: free each key in the job's thread (eager mode).
     """
     if store is None:
         return hooks
@@ -42,7 +45,8 @@ def with_unique_release(hooks: Hooks, store: JobStore | None) -> Hooks:
     def failed(queue: str | None, error: BaseException) -> None:
         report_error(hooks, queue, error, "store")
 
-    return MultiHooks([hooks, UniqueRelease(lambda: keys_of(store), failed)])
+    release = UniqueRelease(lambda: keys_of(store), failed, synchronous=synchronous)
+    return MultiHooks([hooks, release])
 
 
 def give_unique_keys(group: QueueGroup, store: JobStore | None) -> QueueGroup:

@@ -13,6 +13,7 @@ from flask_sqs_jobs.store import DynamoDBStore
 from tests.engine.helpers import WAIT
 from tests.engine.helpers import WorkerThread
 from tests.idempotency.conftest import Finished
+from tests.unique.polling import enqueue_once_free
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -45,7 +46,15 @@ def test_a_duplicate_is_skipped_until_the_job_starts(
     def report(payload: Payload) -> None:
         if payload.get("first"):
             while_running.append(
-                jobs.enqueue("default", "report", {}, unique_key="k", job_id="j-2")
+                enqueue_once_free(
+                    jobs,
+                    "j-1",
+                    queue="default",
+                    job_type="report",
+                    payload={},
+                    unique_key="k",
+                    job_id="j-2",
+                )
             )
 
     jobs.handler("report")(report)

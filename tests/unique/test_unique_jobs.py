@@ -11,6 +11,7 @@ from flask_sqs_jobs import DuplicateJobError
 from flask_sqs_jobs import SQSJobs
 
 from tests.idempotency.conftest import RunWorker
+from tests.unique.polling import enqueue_once_free
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -179,17 +180,20 @@ def test_the_key_is_released_when_the_job_starts_or_finishes(
     while_running: list[str] = []
 
     def report(payload: Payload) -> None:
-        if payload.get("first"):
-            while_running.append(
-                jobs.enqueue(
-                    "default",
-                    "report",
-                    {},
-                    unique_key="k",
-                    unique_until=until,
-                    job_id="j-2",
-                )
-            )
+        if not payload.get("first"):
+            return
+        enqueue: dict[str, t.Any] = {
+            "queue": "default",
+            "job_type": "report",
+            "payload": {},
+            "unique_key": "k",
+            "unique_until": until,
+            "job_id": "j-2",
+        }
+        if held_while_running:  # freed only after the settle: one try says it
+            while_running.append(jobs.enqueue(**enqueue))
+        else:
+            while_running.append(enqueue_once_free(jobs, "j-1", **enqueue))
 
     jobs.handler("report")(report)
     with store_app.app_context():

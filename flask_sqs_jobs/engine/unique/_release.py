@@ -3,10 +3,11 @@
 :class:`UniqueRelease` is a :class:`Hooks` subclass, so every way a job
 runs (a worker, eager mode) releases its key in the one place hooks are
 called, with the outcome the settler decided: ``unique_until="started"``
-frees the key right before the handler runs, ``"finished"`` once the job's
-message is settled for good (succeeded, deleted, dead-lettered, a
-duplicate; not while it will be retried). A job settled for good without
-having started (dead-lettered unread, say) frees its key either way.
+frees the key as the handler starts, ``"finished"`` once the job's message
+is settled for good (succeeded, deleted, dead-lettered, a duplicate; not
+while it will be retried). A job settled for good without having started
+(dead-lettered unread, say) frees its key either way. The store calls are
+made off the job's path, by :class:`~._releaser.Releaser`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..model import Job
 from ..model import Outcome
 from ._options import FINISHED
 from ._options import STARTED
+from ._releaser import Releaser
 
 if t.TYPE_CHECKING:
     from ._keys import UniqueKeys
@@ -30,24 +32,27 @@ _RAN = frozenset({Outcome.SUCCESS, Outcome.RETRY})
 class UniqueRelease(Hooks):
     """Free a unique job's key when its ``unique_until`` moment comes.
 
-    Called on a job's thread by the worker's hooks. A job without a key
-    (``job.unique_key`` None) costs one attribute read per hook. A failing
-    release is handed to ``on_error`` (the app's ``worker_error``, kind
-    ``"store"``) and never changes the job's outcome: the key then expires
-    with its ``unique_for``.
+    Called on a job's thread by the worker's hooks; it only hands the key to
+    its :class:`Releaser`. A job without a key (``job.unique_key`` None)
+    costs one attribute read per hook. A failing release is handed to
+    ``on_error`` (the app's ``worker_error``, kind ``"store"``) and never
+    changes a job's outcome: the key then expires with its ``unique_for``.
     """
 
     def __init__(
         self,
         keys: cabc.Callable[[], UniqueKeys],
         on_error: cabc.Callable[[str | None, BaseException], None],
+        *,
+        synchronous: bool = False,
     ) -> None:
-        self._keys = keys
-        self._on_error = on_error
+        self.releaser = Releaser(
+            keys, lambda error: on_error(None, error), synchronous=synchronous
+        )
 
     def job_started(self, job: Job) -> None:
         if job.unique_key is not None and job.unique_until == STARTED:
-            self._release(job)
+            self.releaser.submit(job.unique_key, t.cast(str, job.job_id))
 
     def job_finished(
         self,
@@ -62,10 +67,8 @@ class UniqueRelease(Hooks):
         if job.unique_key is None or will_retry:
             return
         if job.unique_until == FINISHED or outcome not in _RAN:
-            self._release(job)
+            self.releaser.submit(job.unique_key, t.cast(str, job.job_id))
 
-    def _release(self, job: Job) -> None:
-        try:
-            self._keys().release(t.cast(str, job.unique_key), t.cast(str, job.job_id))
-        except Exception as exc:
-            self._on_error(job.queue, exc)
+    def worker_stopped(self, reason: str) -> None:
+        """The worker's last jobs are done: free their keys before it returns."""
+        self.releaser.flush()

@@ -139,6 +139,14 @@ class SQLUniqueKeys:
         with self._connect() as connection:
             connection.execute(_RELEASE, params)
 
+    def release_many(self, pairs: cabc.Sequence[tuple[str, str]]) -> None:
+        """:meth:`release` for each ``(key, job_id)``: one ``DELETE`` for them all."""
+        if not pairs:
+            return
+        held = sa.or_(*(sa.and_(_c.key == k, _c.job_id == j) for k, j in pairs))
+        with self._connect() as connection:
+            connection.execute(sa.delete(unique_keys).where(held))
+
     @contextlib.contextmanager
     def _connect(self) -> cabc.Iterator[sa.Connection]:
         """A connection for one statement, atomic on its own.
