@@ -103,8 +103,8 @@ class BatchRunner:
         self, records: cabc.Sequence[cabc.Mapping[str, t.Any]], context: LambdaContext
     ) -> dict[str, list[dict[str, str]]]:
         """Process ``records``; return the ``batchItemFailures`` response."""
-        received_at = time.monotonic() - MAX_BATCHING_WINDOW_SECONDS
-        deliveries = [self._hold(record, received_at) for record in records]
+        now = time.monotonic()
+        deliveries = [self._hold(record, now) for record in records]
         failed: set[str] = set()
         blocked: set[str] = set()
         unstarted: list[MappingDelivery] = []
@@ -141,6 +141,7 @@ class BatchRunner:
             str(record["receiptHandle"]),
             str(record["messageId"]),
             received_at,
+            window_from=received_at - MAX_BATCHING_WINDOW_SECONDS,
         )
         return MappingDelivery(name, queue, record, lease)
 

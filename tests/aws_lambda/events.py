@@ -70,10 +70,15 @@ def record_of(message: t.Mapping[str, t.Any], arn: str) -> dict[str, t.Any]:
 
 
 def receive_records(
-    client: SQSClient, url: str, *, max_records: int = 10, wait: int = 0
+    client: SQSClient,
+    url: str,
+    *,
+    max_records: int = 10,
+    wait: int = 0,
+    arn: str | None = None,
 ) -> list[dict[str, t.Any]]:
     """Receive up to ``max_records`` messages, as the mapping does, as records."""
-    arn = queue_arn(client, url)
+    arn = arn or queue_arn(client, url)
     records: list[dict[str, t.Any]] = []
     while len(records) < max_records:
         messages = client.receive_message(
