@@ -412,3 +412,32 @@ def test_a_mapping_without_report_batch_item_failures_is_warned_of_once(
     assert client.calls[0]["FunctionName"] == "jobs-function"
     warnings = [e for e in log_events if e["event"] == "lambda_batch_failures_ignored"]
     assert len(warnings) == (1 if warned else 0)
+
+
+def test_job_records_are_written_and_a_redelivered_idempotent_job_is_a_duplicate(
+    sqs: SQSClient, url: str, tmp_path: t.Any
+) -> None:
+    jobs = SQSJobs()
+    runs: list[str] = []
+
+    @jobs.task(idempotent=True)
+    def charge(order: str) -> None:
+        runs.append(order)
+
+    app = make_app(jobs, SQS_JOBS_STORE_URL=f"sqlite:///{tmp_path / 'jobs.db'}")
+    jobs.store(app).create_tables()
+    with app.app_context():
+        job_id = charge.enqueue(order="o-1").job_id
+    records = receive_records(sqs, url)
+    handler = make_handler(app, check_mapping=False)
+    assert handler(lambda_event(records), FakeContext()) == {"batchItemFailures": []}
+    record = jobs.get_job(job_id, app=app)
+    assert record is not None
+    assert record.status == "succeeded"
+    # The mapping's delete was lost: the same message comes again.
+    sqs.change_message_visibility(
+        QueueUrl=url, ReceiptHandle=records[0]["receiptHandle"], VisibilityTimeout=0
+    )
+    again = receive_records(sqs, url)
+    assert handler(lambda_event(again), FakeContext()) == {"batchItemFailures": []}
+    assert runs == ["o-1"]
