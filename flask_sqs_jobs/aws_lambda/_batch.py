@@ -103,14 +103,20 @@ class BatchRunner:
         self, records: cabc.Sequence[cabc.Mapping[str, t.Any]], context: LambdaContext
     ) -> dict[str, list[dict[str, str]]]:
         """Process ``records``; return the ``batchItemFailures`` response."""
+        # Every record's queue first: an unknown one fails the invocation
+        # before any record is held.
+        queues = [self.sources.queue_of(r["eventSourceARN"]) for r in records]
         now = time.monotonic()
-        deliveries = [self._hold(record, now) for record in records]
+        deliveries = [
+            self._hold(record, name, queue, now)
+            for record, (name, queue) in zip(records, queues, strict=True)
+        ]
         failed: set[str] = set()
         blocked: set[str] = set()
         unstarted: list[MappingDelivery] = []
         for record, delivery in zip(records, deliveries, strict=True):
             group = group_of(record)
-            remaining = _remaining_seconds(context)
+            remaining = remaining_seconds(context)
             if group in blocked or remaining < self.min_remaining_seconds:
                 if group not in blocked and not unstarted:
                     log.warning(
@@ -132,9 +138,13 @@ class BatchRunner:
         return batch_item_failures(records, failed)
 
     def _hold(
-        self, record: cabc.Mapping[str, t.Any], received_at: float
+        self,
+        record: cabc.Mapping[str, t.Any],
+        name: str,
+        queue: SqsQueue,
+        received_at: float,
     ) -> MappingDelivery:
-        name, queue = self.sources.queue_of(record["eventSourceARN"])
+        """Hold ``record``: the heartbeat extends it until it is settled."""
         lease = self.heartbeat.hold(
             queue,
             name,
@@ -156,7 +166,7 @@ class BatchRunner:
         release_leases([delivery.lease for delivery in deliveries])
 
 
-def _remaining_seconds(context: LambdaContext) -> float:
+def remaining_seconds(context: LambdaContext) -> float:
     """Seconds left of the invocation (infinite for a context that cannot say)."""
     read = getattr(context, "get_remaining_time_in_millis", None)
     if read is None:

@@ -18,6 +18,7 @@ from ._batch import BatchRunner
 from ._batch import check_min_remaining
 from ._batch import DEFAULT_MIN_REMAINING_SECONDS
 from ._batch import LambdaContext
+from ._batch import remaining_seconds
 from ._mapping_check import MappingCheck
 from ._records import sqs_records
 from ._sources import EventSources
@@ -129,7 +130,7 @@ class LambdaHandler:
         recorder = recorder_of(parts_of(self._app).hooks)
         if recorder is None:
             return
-        remaining = context.get_remaining_time_in_millis() / 1000 - 0.2
+        remaining = remaining_seconds(context) - 0.2
         timeout = max(0.0, min(RECORDS_FLUSH_SECONDS, remaining))
         if not recorder.writer.flush(timeout=timeout):
             log.warning("lambda_records_unflushed")
