@@ -111,14 +111,34 @@ class BatchRunner:
             self._hold(record, name, queue, now)
             for record, (name, queue) in zip(records, queues, strict=True)
         ]
+        try:
+            failed, unstarted = self._run_each(records, deliveries, context)
+        except BaseException:
+            # SystemExit or KeyboardInterrupt from a handler: the invocation
+            # fails, and the whole batch comes back when its visibility ends.
+            for delivery in deliveries:
+                self.heartbeat.drop(delivery.lease)
+            raise
+        self._release(unstarted)
+        return batch_item_failures(records, failed)
+
+    def _run_each(
+        self,
+        records: cabc.Sequence[cabc.Mapping[str, t.Any]],
+        deliveries: list[MappingDelivery],
+        context: LambdaContext,
+    ) -> tuple[set[str], list[MappingDelivery]]:
+        """Run the records in order; return the failed ids and the unstarted."""
         failed: set[str] = set()
         blocked: set[str] = set()
         unstarted: list[MappingDelivery] = []
+        short = False
         for record, delivery in zip(records, deliveries, strict=True):
             group = group_of(record)
             remaining = remaining_seconds(context)
             if group in blocked or remaining < self.min_remaining_seconds:
-                if group not in blocked and not unstarted:
+                if group not in blocked and not short:
+                    short = True
                     log.warning(
                         "lambda_time_short",
                         message_id=delivery.message_id,
@@ -134,8 +154,7 @@ class BatchRunner:
             failed.add(delivery.message_id)
             if group is not None:
                 blocked.add(group)
-        self._release(unstarted)
-        return batch_item_failures(records, failed)
+        return failed, unstarted
 
     def _hold(
         self,

@@ -441,3 +441,18 @@ def test_job_records_are_written_and_a_redelivered_idempotent_job_is_a_duplicate
     again = receive_records(sqs, url)
     assert handler(lambda_event(again), FakeContext()) == {"batchItemFailures": []}
     assert runs == ["o-1"]
+
+
+def test_system_exit_from_a_handler_fails_the_invocation(
+    sqs: SQSClient, url: str
+) -> None:
+    jobs = SQSJobs()
+
+    @jobs.task()
+    def leave() -> None:
+        raise SystemExit(3)
+
+    app = make_app(jobs)
+    enqueue(app, jobs, "leave")
+    with pytest.raises(SystemExit):
+        invoke(app, sqs, url)

@@ -109,17 +109,25 @@ class JobProcessing:
     def process(
         self, delivery: Delivery, context: contextvars.Context | None = None
     ) -> Processed:
-        """Run and settle ``delivery``; never raises.
+        """Run and settle ``delivery``; never raises ``Exception``.
+
+        What a handler raises beyond ``Exception`` (``SystemExit``,
+        ``KeyboardInterrupt``) goes on up, once ``between`` ran: the slot
+        threads log it and go on, the eager sink and the Lambda handler let
+        it reach their caller.
 
         :param context: where to run it (a copy of the caller's by default).
         """
         context = contextvars.copy_context() if context is None else context
         try:
             return context.run(self._run_then_settle, delivery)
-        except BaseException:
+        except Exception:
             log.exception("job_thread_error", message_id=delivery.message_id)
             self._between(delivery)  # the worker's free_slot: a no-op if done
             return Processed()
+        except BaseException:
+            self._between(delivery)
+            raise
 
     def _run_then_settle(self, delivery: Delivery) -> Processed:
         """Phase one, ``between``, phase two, close the scope.
@@ -140,6 +148,14 @@ class JobProcessing:
         finally:
             ran.close()
         return Processed(outcome, ran.exception)
+
+
+def _process_in_slot(processing: JobProcessing, delivery: Delivery) -> None:
+    """Process ``delivery`` on a slot thread, which must outlive any job."""
+    try:
+        processing.process(delivery)
+    except BaseException:
+        log.exception("job_thread_error", message_id=delivery.message_id)
 
 
 class SlotThreads:
@@ -179,7 +195,7 @@ class SlotThreads:
         """One slot thread: take jobs until a stop; close its event loop."""
         try:
             while (delivery := self._state.next_job()) is not None:
-                self._processing.process(delivery)
+                _process_in_slot(self._processing, delivery)
                 self._state.job_done()
         finally:
             close_thread_loop()
@@ -232,7 +248,7 @@ class CycleThread:
                         return
                     delivery, context = self._pending
                     self._pending = None
-                context.run(self._processing.process, delivery)
+                context.run(_process_in_slot, self._processing, delivery)
                 state.job_done(wake_loop=True)
         finally:
             close_thread_loop()
