@@ -97,6 +97,11 @@ class QueueGroup(NamedQueues):
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
         max_runtime_seconds: float | None = None,
+        unique: bool = False,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        unique_until: str | None = None,
+        on_duplicate: str | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -108,6 +113,12 @@ class QueueGroup(NamedQueues):
         handlers see. ``max_runtime_seconds`` (above 0, at most 12 hours)
         is the job's own runtime limit: the worker stops it at the smaller of
         that and its handler's (else its queue's) limit.
+
+        ``unique=True`` (key: the job type and payload) or ``unique_key=``
+        sends nothing while another job holds the key (see
+        ``docs/flow-control.md``): the holder's job id is returned instead,
+        or :class:`DuplicateJobError` raised with ``on_duplicate="raise"``.
+        The group needs a store's keys (:func:`use_unique_keys`).
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
@@ -126,6 +137,11 @@ class QueueGroup(NamedQueues):
                 "run_at": run_at,
                 "job_id": job_id,
                 "max_runtime_seconds": max_runtime_seconds,
+                "unique": unique,
+                "unique_key": unique_key,
+                "unique_for": unique_for,
+                "unique_until": unique_until,
+                "on_duplicate": on_duplicate,
             },
         )
 

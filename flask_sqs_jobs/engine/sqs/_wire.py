@@ -36,6 +36,8 @@ CORRELATION_FIELDS_ATTRIBUTE = "correlation_fields"
 DEAD_LETTER_ATTRIBUTE = "dead_letter"
 #: A periodic job's tick (attribute or body key); see docs/wire-format.md.
 SCHEDULED_FOR = "scheduled_for"
+#: A unique job's key and when it is freed: ``{"key": ..., "until": ...}``.
+UNIQUE = "unique"
 #: The body key of a job's own runtime limit, in seconds.
 MAX_RUNTIME = "max_runtime_seconds"
 #: Every message's String attribute naming its job type (for consoles and filters).
@@ -108,6 +110,7 @@ def encode_body(
     *,
     payload_json: str | None = None,
     max_runtime_seconds: float | None = None,
+    unique: tuple[str, str] | None = None,
 ) -> str:
     """Return the message body for a job.
 
@@ -120,7 +123,7 @@ def encode_body(
         joined = _join_body(job_type, payload_json, run_at, job_id)
         if joined is not None and max_runtime_seconds is not None:
             joined = f'{joined[:-1]},"{MAX_RUNTIME}":{float(max_runtime_seconds)!r}}}'
-        if joined is not None:
+        if joined is not None and unique is None:
             return joined
     body: JSONObject = {"job_type": job_type, "payload": payload}
     if job_id is not None:
@@ -129,6 +132,8 @@ def encode_body(
         body["run_at"] = format_utc(run_at)
     if max_runtime_seconds is not None:
         body[MAX_RUNTIME] = float(max_runtime_seconds)
+    if unique is not None:
+        body[UNIQUE] = {"key": unique[0], "until": unique[1]}
     return dump_json(body)
 
 
@@ -229,6 +234,8 @@ class DecodedBody:
     scheduled_for: object = None
     #: The ``max_runtime_seconds`` value as sent (any JSON value, unchecked), or None.
     max_runtime_seconds: object = None
+    #: The ``unique`` value as sent (any JSON value, unchecked), or None.
+    unique: object = None
 
 
 #: Why a body is not a job, as :func:`decode_body` says it, and the short code
@@ -279,6 +286,7 @@ def decode_body(body: object) -> DecodedBody | str:
         data.get("job_id"),
         data.get(SCHEDULED_FOR),
         data.get(MAX_RUNTIME),
+        data.get(UNIQUE),
     )
 
 

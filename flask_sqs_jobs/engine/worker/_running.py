@@ -45,6 +45,7 @@ from ..sqs import DecodedBody
 from ..sqs import fetch_job
 from ..sqs import Pointer
 from ..sqs import scheduled_for
+from ..unique import received_unique
 from ._delivery import Delivery
 from ._delivery import due_time
 from ._delivery import received_runtime
@@ -204,6 +205,7 @@ class JobRunner:
             structlog.contextvars.bind_contextvars(**trimmed.fields)
             if trimmed.changed:
                 log.warning("correlation_fields_trimmed", **trimmed.counts())
+        unique_key, unique_until = received_unique(decoded.unique)
         return Job(
             job_type=decoded.job_type,
             payload=decoded.payload,
@@ -216,6 +218,8 @@ class JobRunner:
             job_id=job_id,
             scheduled_for=scheduled_for(delivery.attributes, decoded.scheduled_for),
             max_runtime_seconds=received_runtime(decoded.max_runtime_seconds),
+            unique_key=unique_key,
+            unique_until=unique_until,
         )
 
     def _enter_job_context(

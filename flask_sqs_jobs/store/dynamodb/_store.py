@@ -18,6 +18,7 @@ if t.TYPE_CHECKING:
     from ..model import WorkerRegistry
     from ._idempotency import DynamoDBIdempotencyKeys
     from ._ticks import DynamoDBScheduleTicks
+    from ._unique_keys import DynamoDBUniqueKeys
 
 
 class DynamoDBStore(JobStore):
@@ -105,6 +106,12 @@ class DynamoDBStore(JobStore):
         from ._idempotency import DynamoDBIdempotencyKeys
 
         return DynamoDBIdempotencyKeys(self.client, self.table_name)
+
+    def unique_keys(self) -> DynamoDBUniqueKeys:
+        """The keys of unique jobs, as items ``unique#<key>`` of the table."""
+        from ._unique_keys import DynamoDBUniqueKeys
+
+        return DynamoDBUniqueKeys(self.client, self.table_name)
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
         """The job records; each item expires ``retention_seconds`` after its write."""
