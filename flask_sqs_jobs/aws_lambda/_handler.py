@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import threading
+import time
 import typing as t
 
 import boto3
@@ -12,6 +13,7 @@ from flask import Flask
 
 from ..config import missing_store_error
 from ..config import parts_of
+from ..engine.unique import flush_releases
 from ..engine.worker import Heartbeat
 from ..store.records import recorder_of
 from ._batch import BatchRunner
@@ -25,8 +27,9 @@ from ._sources import EventSources
 
 log = structlog.get_logger(__name__)
 
-#: How long the end of an invocation waits at most for job records to be written.
-RECORDS_FLUSH_SECONDS = 5.0
+#: How long the end of an invocation waits at most for job records to be
+#: written and unique keys to be freed.
+FLUSH_SECONDS = 5.0
 
 BatchResponse: t.TypeAlias = dict[str, list[dict[str, str]]]
 
@@ -125,15 +128,19 @@ class LambdaHandler:
         )
 
     def _flush_records(self, context: LambdaContext) -> None:
-        """Wait for this invocation's job records: the environment may freeze."""
+        """Wait for what this invocation's jobs left to write: job records and
+        freed unique keys (the environment may be frozen once it returns)."""
         assert self._app is not None
+        deadline = time.monotonic() + max(
+            0.0, min(FLUSH_SECONDS, remaining_seconds(context) - 0.2)
+        )
         recorder = recorder_of(parts_of(self._app).hooks)
-        if recorder is None:
-            return
-        remaining = remaining_seconds(context) - 0.2
-        timeout = max(0.0, min(RECORDS_FLUSH_SECONDS, remaining))
-        if not recorder.writer.flush(timeout=timeout):
+        if recorder is not None and not recorder.writer.flush(
+            timeout=max(0.0, deadline - time.monotonic())
+        ):
             log.warning("lambda_records_unflushed")
+        if not flush_releases(max(0.0, deadline - time.monotonic())):
+            log.warning("lambda_unique_keys_unflushed")
 
 
 def make_handler(
