@@ -456,3 +456,27 @@ def test_system_exit_from_a_handler_fails_the_invocation(
     enqueue(app, jobs, "leave")
     with pytest.raises(SystemExit):
         invoke(app, sqs, url)
+
+
+def test_a_unique_job_run_on_lambda_frees_its_key(
+    sqs: SQSClient, url: str, tmp_path: t.Any
+) -> None:
+    jobs = SQSJobs()
+
+    @jobs.task()
+    def report(day: str) -> None: ...
+
+    app = make_app(jobs, SQS_JOBS_STORE_URL=f"sqlite:///{tmp_path / 'jobs.db'}")
+    jobs.store(app).create_tables()
+    with app.app_context():
+        first = report.options(unique=True).enqueue(day="d-1")
+        held = report.options(unique=True).enqueue(day="d-1")
+    assert not first.duplicate
+    assert held.duplicate
+    handler = make_handler(app, check_mapping=False)
+    assert handler(lambda_event(receive_records(sqs, url)), FakeContext()) == {
+        "batchItemFailures": []
+    }
+    with app.app_context():
+        again = report.options(unique=True).enqueue(day="d-1")
+    assert not again.duplicate
