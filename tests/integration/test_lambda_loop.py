@@ -40,8 +40,8 @@ JOBS = 1000
 #: Every this many batches the mapping's delete is lost.
 LOST_DELETE_EVERY = 20
 #: The whole run's limit (a safety net against a hang, not a speed check): the
-#: run's time is moto_server's, some 350 calls, which a 2-core machine under
-#: a load average of 10 served in 80 to 240 s.
+#: run's time is moto_server's, some 350 calls, which a 2-core machine served
+#: in about 60 s at a load average of 3, and in 80 to 240 s at one of 10.
 RUN_LIMIT_SECONDS = 420
 
 
