@@ -1,13 +1,22 @@
 """Running the app's jobs from an AWS Lambda SQS event source.
 
-The handler (``make_handler``, SPEC "AWS Lambda") is not wired yet; this
-package holds the translation of Lambda's SQS records into the messages the
-worker's runner takes, and the FIFO rule for ``batchItemFailures``.
+``make_handler`` (SPEC "AWS Lambda") makes the function's handler: each
+record runs through the worker's own processing, and the response's
+``batchItemFailures`` names the records that must come back.
 """
 
 from __future__ import annotations
 
+from ._handler import LambdaHandler
+from ._handler import make_handler
 from ._records import batch_item_failures
 from ._records import message_of
+from ._sources import UnknownEventSource
 
-__all__ = ["batch_item_failures", "message_of"]
+__all__ = [
+    "LambdaHandler",
+    "UnknownEventSource",
+    "batch_item_failures",
+    "make_handler",
+    "message_of",
+]

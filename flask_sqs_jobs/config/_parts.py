@@ -24,6 +24,9 @@ from ..engine.model import JobMiddleware
 from ..engine.producing import eager_queues
 from ..engine.producing import EagerSink
 from ..engine.sqs import S3Client
+from ..engine.worker import Heartbeat
+from ..engine.worker import JobGuard
+from ..engine.worker import JobProcessing
 from ..store.model import JobStore
 from ._make import eager_store_options
 from ._make import make_large_payloads
@@ -178,6 +181,24 @@ class AppParts:
             shutdown_timeout=shutdown_timeout,
             hooks=hooks,
             **worker_store_options(self.store, self.handlers),
+        )
+
+    def create_processing(self, heartbeat: Heartbeat) -> JobProcessing:
+        """Both phases of one delivery, with the parts a worker of this app has.
+
+        For the AWS Lambda handler: the same handlers, middleware, hooks
+        (app context, signals, job records) and store options as
+        :meth:`create_worker`'s worker, under ``heartbeat``.
+        """
+        group = self.queue_group()
+        options = worker_store_options(self.store, self.handlers)
+        guard = JobGuard.for_handlers(
+            self.handlers,
+            options.get("idempotency_keys"),
+            options.get("session_factory"),
+        )
+        return JobProcessing.build(
+            self.handlers, group.middleware, heartbeat, group.hooks, guard
         )
 
 

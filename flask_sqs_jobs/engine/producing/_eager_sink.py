@@ -3,8 +3,9 @@
 ``SQS_JOBS_EAGER`` builds a plain :class:`~flask_sqs_jobs.QueueGroup` whose
 queues are :class:`EagerQueue`\\ s; the pipeline hands what is produced on
 them to their :class:`EagerSink`, which makes the message a worker would
-receive and runs it with the worker's :class:`JobRunner` and
-:class:`Settler`. Nothing here does a worker's job a second way.
+receive and runs it with the worker's :class:`JobProcessing` (its
+:class:`JobRunner` and :class:`Settler`). Nothing here does a worker's job a
+second way.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from ..sqs import SqsQueue
 from ..worker import Delivery
 from ..worker import Heartbeat
 from ..worker import JobGuard
-from ..worker import JobRunner
+from ..worker import JobProcessing
 from ..worker import Lease
-from ..worker import Settler
 from ._sinks import Sink
 
 if t.TYPE_CHECKING:
@@ -43,9 +43,9 @@ class EagerSink(Sink):
     Contract: called by the pipeline inside the job's produce chain (so
     produce middleware wraps the run); :meth:`send` gives the message a
     random MessageId, the pipeline reports ``job_enqueued`` (with
-    ``eager=True``), then :meth:`sent` runs phase one (:meth:`JobRunner.run`)
-    and phase two (:meth:`Settler.settle`) in an empty context, as a worker
-    thread would, and raises the handler's exception to the caller. Delays
+    ``eager=True``), then :meth:`sent` runs both phases
+    (:class:`JobProcessing`, the worker's own) in an empty context, as a
+    worker thread would, and raises the handler's exception to the caller. Delays
     are dropped at :meth:`admit`: the job runs now. Holds no state of its own
     between jobs; one sink serves every queue of an eager group.
 
@@ -74,8 +74,9 @@ class EagerSink(Sink):
                 for name, h in handlers.items()
             }
         guard = JobGuard(idempotency_keys, session_factory)
-        self._runner = JobRunner(handlers, middleware, heartbeat, hooks, guard)
-        self._settler = Settler(heartbeat, hooks, lambda: sorted(handlers))
+        self._processing = JobProcessing.build(
+            handlers, middleware, heartbeat, hooks, guard
+        )
 
     def admit(self, prepared: PreparedJob) -> PreparedJob:
         """Refuse a job type without a handler; drop delays (the job runs now)."""
@@ -115,18 +116,9 @@ class EagerSink(Sink):
         delivery = Delivery(name, message.queue, received, lease)
         # An empty context, as in a worker thread: the job sees no request (nor
         # the caller's app context), so eager tests catch a handler that needs one.
-        exception = contextvars.Context().run(self._process, delivery)
-        if exception is not None:
-            raise exception
-
-    def _process(self, delivery: Delivery) -> BaseException | None:
-        """Both phases of the job, as a slot thread runs them; the handler's error."""
-        ran = self._runner.run(delivery)
-        try:
-            self._settler.settle(ran)
-        finally:
-            ran.close()
-        return ran.exception
+        processed = self._processing.process(delivery, contextvars.Context())
+        if processed.exception is not None:
+            raise processed.exception
 
     def _check_handler(self, job_type: str) -> None:
         if job_type not in self._handlers:

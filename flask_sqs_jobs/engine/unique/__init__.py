@@ -17,6 +17,7 @@ from ._options import STARTED
 from ._options import UNIQUE_OPTION_NAMES
 from ._options import UniqueOptions
 from ._release import UniqueRelease
+from ._releaser import flush_all as flush_releases
 
 __all__ = [
     "DEFAULT_UNIQUE_FOR_SECONDS",
@@ -30,6 +31,7 @@ __all__ = [
     "UniqueKeys",
     "UniqueOptions",
     "UniqueRelease",
+    "flush_releases",
     "read_unique",
     "received_unique",
     "unique_keys_of",

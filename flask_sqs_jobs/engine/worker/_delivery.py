@@ -11,6 +11,7 @@ import structlog
 from ..model import job_runtime_problem
 from ..model import loggable_text
 from ..model import MAX_DEFERRAL_SECONDS
+from ..sqs import CallError
 from ..sqs import DecodedBody
 from ..sqs import parse_run_at
 from ..sqs import SqsQueue
@@ -45,6 +46,7 @@ class Delivery:
         "receipt_handle",
         "receive_count",
         "received_at",
+        "runtime_cap",
         "sent_at_ms",
     )
 
@@ -72,11 +74,23 @@ class Delivery:
         self.sent_at_ms: int | None = _int_or(system.get("SentTimestamp"), None)
         group_id = system.get("MessageGroupId")
         self.group_id: str | None = group_id if isinstance(group_id, str) else None
+        #: Seconds the job may run at most, whatever its limits say (an AWS
+        #: Lambda function's remaining time); None: its limits alone.
+        self.runtime_cap: float | None = None
 
     @property
     def sent_at(self) -> float | None:
         """When SQS accepted the message, in epoch seconds (None if unknown)."""
         return None if self.sent_at_ms is None else self.sent_at_ms / 1000
+
+    def delete(self, *, linger: float = 0.0) -> CallError:
+        """Delete the message now (the settler, once the job is done with it).
+
+        DeleteMessage on its queue, which group-commits concurrent deletes;
+        ``linger`` is how long it may wait to share a request. An AWS Lambda
+        record's message is deleted by its event source mapping instead.
+        """
+        return self.queue.delete(self.receipt_handle, linger=linger)
 
     def __repr__(self) -> str:
         return f"<Delivery {self.queue_name!r} {self.message_id!r}>"

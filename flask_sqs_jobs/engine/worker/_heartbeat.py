@@ -92,14 +92,24 @@ class Heartbeat:
         receipt_handle: str,
         message_id: str,
         received_at: float,
+        *,
+        window_from: float | None = None,
     ) -> Lease:
         """Start extending a received message's visibility (unless its timeout is 0).
 
         Called by the receiver for each message, right after ReceiveMessage
         answered; ``received_at`` was read before the call was sent, so the
-        12-hour window is measured conservatively.
+        12-hour window is measured conservatively (from ``window_from`` when
+        the message was received before it was handed over).
         """
-        lease = Lease(queue, queue_name, receipt_handle, message_id, received_at)
+        lease = Lease(
+            queue,
+            queue_name,
+            receipt_handle,
+            message_id,
+            received_at,
+            window_from=window_from,
+        )
         if lease.visibility_timeout > 0:
             with self._cond:
                 lease.tracked = True

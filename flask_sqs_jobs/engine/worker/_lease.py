@@ -56,6 +56,7 @@ class Lease:
         "settling",
         "tracked",
         "visibility_timeout",
+        "window_from",
     )
 
     def __init__(
@@ -65,12 +66,18 @@ class Lease:
         receipt_handle: str,
         message_id: str,
         received_at: float,
+        *,
+        window_from: float | None = None,
     ) -> None:
         self.queue = queue
         self.queue_name = queue_name
         self.receipt_handle = receipt_handle
         self.message_id = message_id
         self.received_at = received_at
+        #: When SQS's 12 hours began: the receive, or earlier when the message
+        #: was received by someone else first (an AWS Lambda event source
+        #: mapping, up to its batching window before the invocation).
+        self.window_from = received_at if window_from is None else window_from
         self.visibility_timeout = queue.visibility_timeout or 0
         self.interval = self.visibility_timeout * queue.heartbeat_fraction
         self.next_due = received_at + self.interval
@@ -94,7 +101,7 @@ class Lease:
     @property
     def window_closes_at(self) -> float:
         """When (monotonic) the last visibility SQS grants this receive ends."""
-        return self.received_at + VISIBILITY_WINDOW_SECONDS - WINDOW_MARGIN_SECONDS
+        return self.window_from + VISIBILITY_WINDOW_SECONDS - WINDOW_MARGIN_SECONDS
 
     def visibility_left(self, now: float | None = None) -> float:
         """Seconds until the message's visibility ends, as last extended."""

@@ -269,6 +269,8 @@ class JobRunner:
             delivery.queue.max_runtime_seconds,
             job.max_runtime_seconds,
         )
+        if delivery.runtime_cap is not None:
+            limit = min(limit, delivery.runtime_cap)
         self._heartbeat.start_job(lease, limit, job.abort_requested, runtime)
         failed = self._enter_job_context(job, scope)
         if failed is not None:

@@ -141,7 +141,7 @@ class Settler:
     def _discard_malformed(self, delivery: Delivery, reason: str) -> bool:
         """Delete a message that is not a job; return whether it was deleted."""
         self._heartbeat.drop(delivery.lease)
-        error = delivery.queue.delete(delivery.receipt_handle)
+        error = delivery.delete()
         self._failed(delivery, "DeleteMessage", error)
         body = delivery.body
         log.error(
@@ -274,9 +274,7 @@ class Settler:
 
     def _delete(self, delivery: Delivery, result: Settled) -> Settled:
         """Delete the message; ``result`` if that worked, else ``delete_failed``."""
-        error = delivery.queue.delete(
-            delivery.receipt_handle, linger=self._delete_linger
-        )
+        error = delivery.delete(linger=self._delete_linger)
         if error is None:
             return result
         self._failed(delivery, "DeleteMessage", error)

@@ -1,20 +1,30 @@
-"""Slots: the threads that run jobs, each job in two phases.
+"""Slots: the threads that run jobs; and one delivery processed, in two phases.
 
-Phase one runs the handler inside the job's scope; then the slot is freed, so
-the worker may receive for it while phase two settles the message (a delete
-round trip) and reports the job's end; last the scope closes.
+:class:`JobProcessing` is the one way a received message is processed and
+settled: the worker's slot threads, the eager sink and the AWS Lambda handler
+all call it. Phase one runs the handler inside the job's scope; then the
+caller's ``between`` runs (the worker frees the slot, so it may receive for it
+while phase two settles the message and reports the job's end); last the
+scope closes.
 """
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import contextvars
+import dataclasses
 import threading
 
 import structlog
 
 from ..model import close_thread_loop
+from ..model import Hooks
+from ..model import JobHandler
+from ..model import JobMiddleware
+from ..model import Outcome
 from ._delivery import Delivery
 from ._heartbeat import Heartbeat
+from ._idempotent_run import JobGuard
 from ._running import JobRunner
 from ._settling import Settler
 from ._worker_state import WorkerState
@@ -27,16 +37,35 @@ log = structlog.get_logger(__name__)
 SETTLING_THREADS_PER_SLOT = 6
 
 
-class JobProcessing:
-    """Both phases of one job, as a slot thread runs them.
+@dataclasses.dataclass(frozen=True, slots=True)
+class Processed:
+    """What came of processing one delivery, for the caller that asked."""
 
-    Called by the slot threads (:class:`SlotThreads`, :class:`CycleThread`)
-    without any lock held, each job in a context of its own. Phase one
-    (:meth:`JobRunner.run`) holds the slot; it is freed as soon as the handler
-    returned, then phase two (:meth:`Settler.settle`) settles the message
-    while another job may already run in the slot; last the job's scope
-    closes (:meth:`Ran.close`). It owns nothing: the runner, the settler and
-    the state keep what they change.
+    #: The job's outcome; None for a message that is not a runnable job
+    #: (malformed, unknown job type, unread payload) or a processing error.
+    outcome: Outcome | None = None
+    #: What the handler raised (or what kept it from running).
+    exception: BaseException | None = None
+
+
+def _nothing(delivery: Delivery) -> None:
+    """The default ``between``: nothing to do between the two phases."""
+
+
+class JobProcessing:
+    """Both phases of one delivery: run its handler, then settle its message.
+
+    Called without any lock held, each delivery in a context of its own, by
+    the worker's slot threads (:class:`SlotThreads`, :class:`CycleThread`),
+    by the eager sink and by the AWS Lambda handler. Phase one
+    (:meth:`JobRunner.run`) runs the handler; then ``between(delivery)``
+    runs (the worker frees the job's slot there, so another job may start
+    while this one settles); phase two (:meth:`Settler.settle`) settles the
+    message; last the job's scope closes (:meth:`Ran.close`). It owns
+    nothing: the runner, the settler and the caller keep what they change.
+
+    :param between: called with the delivery once phase one is over (also
+        when processing failed), before the settle phase.
     """
 
     def __init__(
@@ -44,39 +73,89 @@ class JobProcessing:
         runner: JobRunner,
         settler: Settler,
         heartbeat: Heartbeat,
-        state: WorkerState,
+        *,
+        between: cabc.Callable[[Delivery], None] = _nothing,
     ) -> None:
         self._runner = runner
         self._settler = settler
         self._heartbeat = heartbeat
-        self._state = state
+        self._between = between
+        #: What was counted: outcomes, malformed messages, unknown job types.
+        self.counts = runner.counts
 
-    def process(self, delivery: Delivery) -> None:
-        """Run and settle ``delivery`` in a context of its own; never raises."""
+    @classmethod
+    def build(
+        cls,
+        handlers: cabc.Mapping[str, JobHandler],
+        middleware: cabc.Sequence[JobMiddleware],
+        heartbeat: Heartbeat,
+        hooks: Hooks,
+        guard: JobGuard,
+        *,
+        delete_linger: float = 0.0,
+        between: cabc.Callable[[Delivery], None] = _nothing,
+    ) -> JobProcessing:
+        """The runner and settler for ``handlers``, sharing one count."""
+        runner = JobRunner(handlers, middleware, heartbeat, hooks, guard)
+        settler = Settler(
+            heartbeat,
+            hooks,
+            lambda: sorted(handlers),
+            delete_linger=delete_linger,
+            counts=runner.counts,
+        )
+        return cls(runner, settler, heartbeat, between=between)
+
+    def process(
+        self, delivery: Delivery, context: contextvars.Context | None = None
+    ) -> Processed:
+        """Run and settle ``delivery``; never raises ``Exception``.
+
+        What a handler raises beyond ``Exception`` (``SystemExit``,
+        ``KeyboardInterrupt``) goes on up, once ``between`` ran: the slot
+        threads log it and go on, the eager sink and the Lambda handler let
+        it reach their caller.
+
+        :param context: where to run it (a copy of the caller's by default).
+        """
+        context = contextvars.copy_context() if context is None else context
         try:
-            contextvars.copy_context().run(self._run_then_settle, delivery)
-        except BaseException:
+            return context.run(self._run_then_settle, delivery)
+        except Exception:
             log.exception("job_thread_error", message_id=delivery.message_id)
-            self._state.free_slot(delivery)  # a no-op if phase one freed it
+            self._between(delivery)  # the worker's free_slot: a no-op if done
+            return Processed()
+        except BaseException:
+            self._between(delivery)
+            raise
 
-    def _run_then_settle(self, delivery: Delivery) -> None:
-        """Phase one, free the slot, phase two, close the scope.
+    def _run_then_settle(self, delivery: Delivery) -> Processed:
+        """Phase one, ``between``, phase two, close the scope.
 
-        A runner that raised (a bug: it never should) frees the slot and
-        drops the lease, so the message comes back when its visibility ends.
+        A runner that raised (a bug: it never should) drops the lease, so the
+        message comes back when its visibility ends.
         """
         try:
             ran = self._runner.run(delivery)
         except Exception:
             self._heartbeat.drop(delivery.lease)
             log.exception("message_processing_failed")
-            self._state.free_slot(delivery)
-            return
+            self._between(delivery)
+            return Processed()
         try:
-            self._state.free_slot(delivery)
-            self._settler.settle(ran)
+            self._between(delivery)
+            outcome = self._settler.settle(ran)
         finally:
             ran.close()
+        return Processed(outcome, ran.exception)
+
+
+def _process_in_slot(processing: JobProcessing, delivery: Delivery) -> None:
+    """Process ``delivery`` on a slot thread, which must outlive any job."""
+    try:
+        processing.process(delivery)
+    except BaseException:
+        log.exception("job_thread_error", message_id=delivery.message_id)
 
 
 class SlotThreads:
@@ -116,7 +195,7 @@ class SlotThreads:
         """One slot thread: take jobs until a stop; close its event loop."""
         try:
             while (delivery := self._state.next_job()) is not None:
-                self._processing.process(delivery)
+                _process_in_slot(self._processing, delivery)
                 self._state.job_done()
         finally:
             close_thread_loop()
@@ -169,7 +248,7 @@ class CycleThread:
                         return
                     delivery, context = self._pending
                     self._pending = None
-                context.run(self._processing.process, delivery)
+                context.run(_process_in_slot, self._processing, delivery)
                 state.job_done(wake_loop=True)
         finally:
             close_thread_loop()

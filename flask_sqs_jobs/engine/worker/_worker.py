@@ -38,8 +38,6 @@ from ._receive_in_order import InOrderReceiving
 from ._receive_pipelined import max_receives_in_flight
 from ._receive_pipelined import PipelinedReceiving
 from ._receiver import Receiver
-from ._running import JobRunner
-from ._settling import Settler
 from ._shutdown import release_leases
 from ._shutdown import Shutdown
 from ._shutdown import worker_stop_event
@@ -121,23 +119,17 @@ class JobWorker:
         self._state = state = WorkerState(self._names, weights, concurrency)
         #: Set once a stop was requested, for code that waits (middleware pauses).
         self.stop_event = state.stop_event
-        runner = JobRunner(
-            self._handlers, queues.middleware, self._heartbeat, self._hooks, guard
+        processing = JobProcessing.build(
+            self._handlers,
+            queues.middleware,
+            self._heartbeat,
+            self._hooks,
+            guard,
+            delete_linger=DELETE_LINGER_SECONDS if concurrency > 1 else 0.0,
+            between=state.free_slot,
         )
         #: What the worker counted: outcomes, malformed messages, unknown types.
-        self.counts = runner.counts
-        processing = JobProcessing(
-            runner,
-            Settler(
-                self._heartbeat,
-                self._hooks,
-                lambda: sorted(self._handlers),
-                delete_linger=DELETE_LINGER_SECONDS if concurrency > 1 else 0.0,
-                counts=self.counts,
-            ),
-            self._heartbeat,
-            state,
-        )
+        self.counts = processing.counts
         pipelined = concurrency > 1
         self._receiver = Receiver(
             dict(queues.items()),
