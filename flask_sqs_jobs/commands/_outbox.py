@@ -97,7 +97,11 @@ def status_command(as_json: bool) -> None:
 def make_relay(parts: AppParts) -> OutboxRelay:
     from ..store.outbox import OutboxRelay
 
-    return OutboxRelay(_store(parts).engine, parts.queue_group())
+    return OutboxRelay(
+        _store(parts).engine,
+        parts.queue_group(),
+        max_attempts=parts.config.outbox_max_attempts,
+    )
 
 
 def _store(parts: AppParts) -> SQLAlchemyStore:

@@ -14,8 +14,8 @@ from ._after_commit import AfterCommit
 from ._after_commit import AnySession
 from ._after_commit import session_of
 from ._immediate import flush_all
+from ._parking import status as outbox_status
 from ._relay import OutboxRelay
-from ._rows import status as outbox_status
 from ._service import bind_outbox_metrics
 from ._service import outbox_relay_services
 from ._write import add_many_to_outbox

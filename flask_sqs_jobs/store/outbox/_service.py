@@ -23,9 +23,12 @@ _METRICS_CACHE_SECONDS = 1.0
 
 
 def outbox_relay_services(
-    store: JobStore | None, group: QueueGroup
+    store: JobStore | None, group: QueueGroup, *, max_attempts: int | None = None
 ) -> list[WorkerService]:
-    """The outbox relay, with a SQLAlchemy store."""
+    """The outbox relay, with a SQLAlchemy store.
+
+    :param max_attempts: ``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``.
+    """
     sql_store = _sql_store(store)
     if sql_store is None:
         return []
@@ -34,7 +37,7 @@ def outbox_relay_services(
     # A worker process forked by the supervisor must not share its parent's
     # pooled connections (SQLAlchemy's advice for forks).
     sql_store.engine.dispose(close=False)
-    return [OutboxRelay(sql_store.engine, group)]
+    return [OutboxRelay(sql_store.engine, group, max_attempts=max_attempts)]
 
 
 def bind_outbox_metrics(metrics: PrometheusMetrics, store: JobStore | None) -> None:
@@ -79,7 +82,7 @@ class _OutboxReading:
 
     def get(self) -> tuple[float, float]:
         """``(pending, oldest age in seconds)``; NaNs while the database fails."""
-        from . import _rows as _outbox_rows
+        from ._parking import status
         from ._send import describe_error
 
         with self._lock:
@@ -87,7 +90,7 @@ class _OutboxReading:
                 return self._value
             try:
                 with self._engine.connect() as connection:
-                    queues = _outbox_rows.status(connection)
+                    queues = status(connection)
             except Exception as exc:
                 log.warning("outbox_metrics_failed", error=describe_error(exc))
                 self._value = (math.nan, math.nan)

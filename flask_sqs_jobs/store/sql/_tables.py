@@ -76,6 +76,13 @@ outbox = sa.Table(
     sa.Column("available_at", UTCDateTime(), nullable=False),
     sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("last_error", sa.Text(), nullable=True),
+    #: When the row was parked (too many failed sends, unreadable, or by
+    #: hand): the relay no longer sends it; its ``available_at`` is then
+    #: ``PARKED_UNTIL``, so the claim's index range never reaches it.
+    sa.Column("parked_at", UTCDateTime(), nullable=True),
+    #: Until when the send after commit holds the row on SQLite (no row locks):
+    #: ``outbox relay --once`` leaves such a row alone too.
+    sa.Column("leased_until", UTCDateTime(), nullable=True),
     sa.Index("sqs_jobs_outbox_available_at", "available_at", "id"),
     #: FIFO order: the relay looks up the earlier rows of a message group.
     sa.Index("sqs_jobs_outbox_group", "message_group_id", "id"),
