@@ -265,8 +265,8 @@ def test_a_request_refused_as_too_long_is_sent_one_message_at_a_time(
     def too_long_together(entries: list[dict[str, t.Any]]) -> t.Any:
         requests.append(len(entries))
         if len(entries) > 1:
-            error = {"Code": "AWS.SimpleQueueService.BatchRequestTooLong"}
-            raise ClientError({"Error": error}, "SendMessageBatch")
+            code = "AWS.SimpleQueueService.BatchRequestTooLong"
+            raise ClientError({"Error": {"Code": code}}, "SendMessageBatch")
         return real_send_batch(entries)
 
     monkeypatch.setattr(queue, "send_batch", too_long_together)
