@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import datetime as dt
 import typing as t
 
@@ -10,105 +9,15 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm
 from botocore.exceptions import ClientError
-from flask import Flask
-from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.store import SQLAlchemyStore
 from flask_sqs_jobs.store.outbox import _rows as _outbox_rows
-from flask_sqs_jobs.store.outbox import _write as _outbox
-from flask_sqs_jobs.store.outbox._immediate import flush_all
-from flask_sqs_jobs.store.outbox._relay import OutboxRelay
 
+from tests.store.outbox_apps import App
+from tests.store.outbox_apps import due_now
+from tests.store.outbox_apps import outbox
+from tests.store.outbox_apps import refuse
+from tests.store.outbox_apps import World
 from tests.store.test_outbox import pending_rows
 from tests.store.test_outbox import received
-from tests.support import create_queue
-
-if t.TYPE_CHECKING:
-    from mypy_boto3_sqs.client import SQSClient
-
-outbox = _outbox_rows.outbox
-
-
-class World(t.NamedTuple):
-    sqs: SQSClient
-    store_url: str
-    default_url: str
-    orders_url: str
-
-
-@pytest.fixture
-def world(sqs: SQSClient, store_url: str, monkeypatch: pytest.MonkeyPatch) -> World:
-    """Two queues, a standard and a FIFO one; rows are the relay's at once.
-
-    No send after commit (as if each web process died after its commit), and
-    no grace period: what the relay sends is all that is sent.
-    """
-    monkeypatch.setattr(_outbox_rows, "GRACE_SECONDS", 0.0)
-    monkeypatch.setattr(_outbox, "sender_for", lambda engine, group: _Dropped())
-    default_url = create_queue(sqs, "park-default")
-    orders_url = create_queue(sqs, "park-orders.fifo", fifo=True)
-    return World(sqs, store_url, default_url, orders_url)
-
-
-class _Dropped:
-    def submit(self, rows: list[t.Any]) -> None:
-        pass
-
-
-class App(t.NamedTuple):
-    app: Flask
-    jobs: SQSJobs
-    store: SQLAlchemyStore
-
-    def relay(self, **options: t.Any) -> OutboxRelay:
-        return OutboxRelay(
-            self.store.engine, self.jobs.queue_group(self.app), **options
-        )
-
-    def write(self, queue: str, count: int, **options: t.Any) -> list[str]:
-        """``count`` jobs written and committed in one transaction."""
-        with self.app.app_context(), sa.orm.Session(self.store.engine) as session:
-            ids = [
-                self.jobs.enqueue(queue, "step", {"n": n}, session=session, **options)
-                for n in range(count)
-            ]
-            session.commit()
-        return ids
-
-
-@pytest.fixture
-def make_app(world: World) -> cabc.Iterator[t.Callable[..., App]]:
-    """A process of the app (each call a new one, as after a restart)."""
-    made: list[App] = []
-
-    def make(**config: t.Any) -> App:
-        app = Flask(__name__)
-        app.config.update(
-            SQS_JOBS_QUEUES={
-                "default": {"name": "park-default"},
-                "orders": {"name": "park-orders.fifo"},
-            },
-            SQS_JOBS_STORE_URL=world.store_url,
-            SQS_JOBS_RECORD_JOBS=False,
-            **config,
-        )
-        jobs = SQSJobs(app, boto_client=world.sqs)
-        store = t.cast(SQLAlchemyStore, jobs.store(app))
-        store.create_tables()
-        made.append(App(app, jobs, store))
-        return made[-1]
-
-    yield make
-    flush_all()
-    for each in made:
-        each.store.close()
-
-
-def refuse(app: App, queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every send to ``queue`` of ``app`` fails, entry by entry."""
-    sqs_queue = app.jobs.queue_group(app.app).queue(queue)
-    monkeypatch.setattr(
-        sqs_queue, "send_batch", lambda entries: [("Throttled", "slow")] * len(entries)
-    )
 
 
 @pytest.mark.parametrize("held_back_by", ["a back-off", "a parked row"])
@@ -149,17 +58,6 @@ def test_a_blocked_fifo_group_never_starves_the_other_queues(
     assert len(pending_rows(later.store)) == 151
 
 
-def _due_now(store: SQLAlchemyStore) -> None:
-    """End every back-off at once (instead of waiting for it)."""
-    past = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
-    with store.engine.begin() as connection:
-        connection.execute(
-            sa.update(outbox)
-            .where(outbox.c.parked_at.is_(None))
-            .values(available_at=past)
-        )
-
-
 def test_a_row_is_parked_after_max_attempts_with_its_last_error(
     world: World, make_app: t.Callable[..., App], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -174,13 +72,13 @@ def test_a_row_is_parked_after_max_attempts_with_its_last_error(
         assert (row.attempts, row.parked_at) == (1, None)
         assert row.available_at > dt.datetime.now(dt.UTC)
         for attempts in (2, 3):
-            _due_now(made.store)
+            due_now(made.store)
             assert relay.run_pass() == 1
             (row,) = pending_rows(made.store)
             assert row.attempts == attempts
         assert row.parked_at is not None
         assert row.last_error == "Throttled: slow"
-        _due_now(made.store)
+        due_now(made.store)
         assert relay.drain() == 0  # parked: never tried again
     assert relay.drain() == 0  # not even once SQS would take it
     assert received(world.sqs, world.default_url) == []
@@ -219,7 +117,7 @@ def test_rows_of_a_deleted_queue_are_parked_not_retried_for_ever(
     world.sqs.delete_queue(QueueUrl=world.default_url)
     relay = made.relay()
     assert relay.run_pass() == 2
-    _due_now(made.store)
+    due_now(made.store)
     assert relay.run_pass() == 2
     rows = pending_rows(made.store)
     assert [r.attempts for r in rows] == [2, 2]
@@ -228,7 +126,7 @@ def test_rows_of_a_deleted_queue_are_parked_not_retried_for_ever(
         "NonExistentQueue" in r.last_error or "QueueDoesNotExist" in r.last_error
         for r in rows
     )
-    _due_now(made.store)
+    due_now(made.store)
     assert relay.drain() == 0
 
 
