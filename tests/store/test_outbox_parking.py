@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 import sqlalchemy.orm
 from botocore.exceptions import ClientError
+from botocore.exceptions import ParamValidationError
 from flask_sqs_jobs.store.outbox import _rows as _outbox_rows
 
 from tests.store.outbox_apps import App
@@ -85,8 +86,20 @@ def test_a_row_is_parked_after_max_attempts_with_its_last_error(
     assert len(pending_rows(made.store)) == 1
 
 
+@pytest.mark.parametrize(
+    ("attributes", "error"),
+    [
+        ("{not json", "message_attributes is not JSON"),
+        ("[1, 2]", "message_attributes must be a dict"),
+        ('{"tenant": "acme"}', "tenant"),  # not SendMessage's shape
+    ],
+)
 def test_an_unreadable_row_is_parked_and_the_others_are_sent(
-    world: World, make_app: t.Callable[..., App], log_events: list[t.Any]
+    world: World,
+    make_app: t.Callable[..., App],
+    log_events: list[t.Any],
+    attributes: str,
+    error: str,
 ) -> None:
     made = make_app()
     ids = made.write("default", 3)
@@ -95,7 +108,7 @@ def test_an_unreadable_row_is_parked_and_the_others_are_sent(
         connection.execute(
             sa.update(outbox)
             .where(outbox.c.id == poisoned.id)
-            .values(message_attributes="{not json")
+            .values(message_attributes=attributes)
         )
     assert made.relay().drain() == 3
     sent = sorted(b["job_id"] for b in received(world.sqs, world.default_url))
@@ -103,7 +116,8 @@ def test_an_unreadable_row_is_parked_and_the_others_are_sent(
     (row,) = pending_rows(made.store)
     assert row.id == poisoned.id
     assert row.parked_at is not None
-    assert "message_attributes is not JSON" in row.last_error
+    assert row.last_error.startswith("UnreadableRowError: ")
+    assert error in row.last_error
     parked = [e for e in log_events if e["event"] == "outbox_row_parked"]
     assert parked[0]["row_ids"] == [poisoned.id]
 
@@ -172,3 +186,26 @@ def test_a_request_refused_as_too_long_is_sent_one_message_at_a_time(
     assert requests == [4, 1, 1, 1, 1]
     assert [b["job_id"] for b in received(world.sqs, world.orders_url)] == ids
     assert pending_rows(made.store) == []
+
+
+def test_a_row_botocore_refuses_is_parked_at_once_and_its_batch_sent(
+    world: World, make_app: t.Callable[..., App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = make_app()
+    ids = made.write("default", 3)
+    queue = made.jobs.queue_group(made.app).queue("default")
+    real_send_batch = queue.send_batch
+
+    def refuse_the_second(entries: list[dict[str, t.Any]]) -> t.Any:
+        if any(ids[1] in entry["MessageBody"] for entry in entries):
+            raise ParamValidationError(report="Invalid type for parameter")
+        return real_send_batch(entries)
+
+    monkeypatch.setattr(queue, "send_batch", refuse_the_second)
+    assert made.relay().run_pass() == 3
+    sent = sorted(b["job_id"] for b in received(world.sqs, world.default_url))
+    assert sent == sorted([ids[0], ids[2]])
+    (row,) = pending_rows(made.store)
+    assert (row.job_id, row.attempts) == (ids[1], 1)
+    assert row.parked_at is not None
+    assert row.last_error.startswith("ParamValidationError")

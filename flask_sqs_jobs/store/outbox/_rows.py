@@ -17,6 +17,7 @@ import weakref
 
 import sqlalchemy as sa
 
+from ...engine.sqs import check_message_attributes
 from ..sql import outbox_table
 
 if t.TYPE_CHECKING:
@@ -57,7 +58,8 @@ def max_attempts_of(group: QueueGroup) -> int:
 
 
 class UnreadableRowError(ValueError):
-    """A row's columns cannot be made into a message (its attributes are not JSON)."""
+    """A row's columns cannot be made into a message (its attributes are not JSON
+    message attributes)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +92,8 @@ class OutboxRow:
     def read(cls, record: t.Mapping[t.Any, t.Any]) -> OutboxRow:
         """The row of a table record (or of inserted values).
 
-        :raises UnreadableRowError: its attributes column is not a JSON object.
+        :raises UnreadableRowError: its attributes column is not JSON, or not
+            message attributes SQS takes.
         """
         attributes = record["message_attributes"]
         decoded: dict[str, t.Any] | None = None
@@ -101,11 +104,10 @@ class OutboxRow:
                 raise UnreadableRowError(
                     f"message_attributes is not JSON ({type(exc).__name__})"
                 ) from None
-            if not isinstance(decoded, dict):
-                raise UnreadableRowError(
-                    f"message_attributes is JSON {type(decoded).__name__},"
-                    " not an object"
-                )
+            try:
+                decoded = check_message_attributes(decoded)
+            except (TypeError, ValueError) as exc:
+                raise UnreadableRowError(str(exc)) from None
         return cls(
             id=record["id"],
             queue=record["queue"],
@@ -209,22 +211,26 @@ def mark_failed(
     failures: t.Mapping[int, tuple[int, str]],
     *,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    poisoned: t.Collection[int] = (),
 ) -> list[int]:
     """Record ``row id -> (attempts so far, error)``; back each row off or park it.
 
-    A row whose failures reach ``max_attempts`` is parked, with its error;
-    a row parked meanwhile (by an operator) stays parked. Returns the ids
-    parked now. Cost: one primary-key update per distinct (attempts, error)
-    pair, so a pass whose rows all failed alike writes once.
+    A row whose failures reach ``max_attempts``, or one of the ids
+    ``poisoned`` (its failure can only repeat), is parked with its error; a row parked
+    meanwhile (by an operator) stays parked. Returns the ids parked now.
+    Cost: one primary-key update per distinct (attempts, error) pair, so a
+    pass whose rows all failed alike writes once.
     """
-    now = dt.datetime.now(dt.UTC)
-    alike: dict[tuple[int, str], list[int]] = {}
+    park_now = set(poisoned)
+    at = dt.datetime.now(dt.UTC)
+    alike: dict[tuple[int, str, bool], list[int]] = {}
     for row_id, (attempts, error) in failures.items():
-        alike.setdefault((attempts + 1, error[:MAX_ERROR_LENGTH]), []).append(row_id)
+        key = (attempts + 1, error[:MAX_ERROR_LENGTH], row_id in park_now)
+        alike.setdefault(key, []).append(row_id)
     parked: list[int] = []
-    for (attempts, error), ids in alike.items():
-        if attempts >= max_attempts:
-            park(connection, dict.fromkeys(ids, error), attempts=attempts, now=now)
+    for (attempts, error, at_once), ids in alike.items():
+        if at_once or attempts >= max_attempts:
+            park(connection, dict.fromkeys(ids, error), attempts=attempts, now=at)
             parked += ids
             continue
         connection.execute(
@@ -234,7 +240,7 @@ def mark_failed(
                 attempts=attempts,
                 last_error=error,
                 leased_until=None,
-                available_at=now + dt.timedelta(seconds=backoff_seconds(attempts)),
+                available_at=at + dt.timedelta(seconds=backoff_seconds(attempts)),
             )
         )
     return parked

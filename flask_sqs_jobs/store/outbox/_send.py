@@ -59,7 +59,9 @@ class SendReport:
     #: row id -> the MessageId SQS gave it.
     message_ids: dict[int, str] = dataclasses.field(default_factory=dict)
     failed: dict[int, tuple[int, str]] = dataclasses.field(default_factory=dict)
-    #: The failed rows parked by the write-back (their last attempt).
+    #: Failed rows that can never be sent as they are: parked at once.
+    poisoned: set[int] = dataclasses.field(default_factory=set)
+    #: The failed rows parked by the write-back (out of attempts, or poisoned).
     parked: list[int] = dataclasses.field(default_factory=list)
 
     @property
@@ -126,7 +128,7 @@ def write_back(
     """
     _outbox_rows.delete(connection, report.sent)
     report.parked = _outbox_rows.mark_failed(
-        connection, report.failed, max_attempts=max_attempts
+        connection, report.failed, max_attempts=max_attempts, poisoned=report.poisoned
     )
     if report.failed:
         _log_failures(rows, report, via)
@@ -267,6 +269,13 @@ def _record(
             report.message_ids[row.id] = result
         elif result is not None:
             report.failed[row.id] = (row.attempts, f"{result[0]}: {result[1]}")
+            if result[0] in _REFUSED_BEFORE_SENDING:
+                report.poisoned.add(row.id)
+
+
+#: Errors of a row refused before it left this process (botocore checks the
+#: parameters): the same every time, so the row is parked at once.
+_REFUSED_BEFORE_SENDING = frozenset({"ParamValidationError"})
 
 
 def describe_error(exc: BaseException) -> str:
