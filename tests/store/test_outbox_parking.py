@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import typing as t
 
 import pytest
@@ -57,6 +58,25 @@ def test_a_blocked_fifo_group_never_starves_the_other_queues(
     ) == sorted(ids)
     assert received(world.sqs, world.orders_url) == []
     assert len(pending_rows(later.store)) == 151
+
+    # The held-back rows wait out of the claim's way, and come back with the
+    # rows that held them: the whole group goes, in order.
+    states = later.app.test_cli_runner().invoke(
+        args=["sqs-jobs", "outbox", "list", "--json", "--limit", "200"]
+    )
+    held = {r["state"] for r in json.loads(states.output)["rows"][10:]}
+    if held_back_by == "a parked row":
+        assert held == {"blocked"}
+        retried = later.app.test_cli_runner().invoke(
+            args=["sqs-jobs", "outbox", "retry", "--all-parked"]
+        )
+        assert "retrying 10 row(s)" in retried.output
+    else:
+        assert held == {"waiting"}
+        due_now(later.store)
+    assert later.relay().drain() == 151
+    sent = [b["job_id"] for b in received(world.sqs, world.orders_url)]
+    assert sent == [r.job_id for r in blocked]
 
 
 def test_a_row_is_parked_after_max_attempts_with_its_last_error(

@@ -33,10 +33,12 @@ log = structlog.get_logger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class Claimed:
-    """What one claim took: the rows to send, and how many it parked unread."""
+    """What one claim took: the rows to send, how many it parked unread, and
+    how many held-back rows it moved out of the way (both to commit)."""
 
     rows: list[OutboxRow]
     parked: int = 0
+    pushed: int = 0
 
 
 def claim(
@@ -49,7 +51,8 @@ def claim(
     """Lock and return up to ``limit`` rows to send, oldest first.
 
     A row whose columns cannot be read is parked here, with the reason, and
-    not returned.
+    not returned. Without ``ids``, the due rows that an earlier row of their
+    group holds back are first moved out of the way (:func:`push_back`).
 
     :param ids: only these rows (the immediate send after a commit); rows
         already sent (or rolled back) are simply not found.
@@ -58,27 +61,24 @@ def claim(
         holds.
 
     Cost: one range scan of the index ``(available_at, id)`` over the due
-    rows (parked rows sit at its far end, out of the range), stopping after
-    ``limit`` sendable ones; each grouped row adds a probe of the index
-    ``(message_group_id, id)`` that stops at its group's first earlier row
-    holding it back. Then :func:`in_group_order` reads the claimed groups'
+    rows (parked and held-back rows sit later in it, out of the range),
+    stopping after ``limit`` sendable ones; each grouped row adds a probe of
+    the index ``(message_group_id, id)`` that stops at its group's first
+    earlier row. Then :func:`in_group_order` reads the claimed groups'
     earlier rows.
     """
     now = dt.datetime.now(dt.UTC)
     query = sa.select(outbox).order_by(outbox.c.id).limit(limit)
+    pushed = 0
     if ids is not None:
         query = query.where(outbox.c.id.in_(list(ids)), outbox.c.parked_at.is_(None))
     else:
-        earlier = outbox.alias("earlier")
-        held_back = (
-            sa.exists()
-            .where(earlier.c.message_group_id == outbox.c.message_group_id)
-            .where(earlier.c.queue == outbox.c.queue)
-            .where(earlier.c.id < outbox.c.id)
-            .where(sa.not_(sendable(earlier, now, include_fresh)))
-        )
+        pushed = push_back(connection, now, include_fresh)
         query = query.where(sendable(outbox, now, include_fresh)).where(
-            sa.or_(outbox.c.message_group_id.is_(None), sa.not_(held_back))
+            sa.or_(
+                outbox.c.message_group_id.is_(None),
+                sa.not_(_held_back(outbox, now, include_fresh)),
+            )
         )
     rows: list[OutboxRow] = []
     unreadable: dict[int, str] = {}
@@ -97,7 +97,57 @@ def claim(
             error=loggable_text("; ".join(sorted(set(unreadable.values())))),
             next="flask sqs-jobs outbox list --parked",
         )
-    return Claimed(in_group_order(connection, rows), len(unreadable))
+    return Claimed(in_group_order(connection, rows), len(unreadable), pushed)
+
+
+def push_back(connection: sa.Connection, now: dt.datetime, include_fresh: bool) -> int:
+    """Move each due row held back by an earlier row of its group to when that
+    row is due (parked: ``PARKED_UNTIL``); return how many moved.
+
+    So a blocked group costs each later pass nothing: its rows leave the
+    range the claim scans, and come back with the row that held them
+    (retrying or dropping a parked row brings back every row it held:
+    :func:`~._parking.retry_rows`). Rows another relay has locked are left
+    (``SKIP LOCKED``). Cost: the claim's scan once more, and one write per
+    row held back since the last pass.
+    """
+    candidate = outbox.alias("candidate")
+    blocked = (
+        sa.select(candidate.c.id)
+        .where(sendable(candidate, now, include_fresh))
+        .where(candidate.c.message_group_id.is_not(None))
+        .where(_held_back(candidate, now, include_fresh))
+        .with_for_update(skip_locked=True)
+    )
+    earlier = outbox.alias("holder")
+    until = (
+        sa.select(sa.func.min(earlier.c.available_at))
+        .where(earlier.c.message_group_id == outbox.c.message_group_id)
+        .where(earlier.c.queue == outbox.c.queue)
+        .where(earlier.c.id < outbox.c.id)
+        .where(sa.not_(sendable(earlier, now, include_fresh)))
+        .scalar_subquery()
+    )
+    update = (
+        sa.update(outbox)
+        .where(outbox.c.id.in_(blocked.scalar_subquery()))
+        .values(available_at=until)
+    )
+    return connection.execute(update).rowcount
+
+
+def _held_back(
+    table: sa.FromClause, now: dt.datetime, include_fresh: bool
+) -> sa.ColumnElement[bool]:
+    """An earlier row of the group of ``table``'s row cannot be sent now."""
+    earlier = outbox.alias("earlier")
+    return (
+        sa.exists()
+        .where(earlier.c.message_group_id == table.c.message_group_id)
+        .where(earlier.c.queue == table.c.queue)
+        .where(earlier.c.id < table.c.id)
+        .where(sa.not_(sendable(earlier, now, include_fresh)))
+    )
 
 
 def sendable(

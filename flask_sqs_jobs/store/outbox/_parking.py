@@ -74,8 +74,9 @@ class OutboxEntry:
     job_id: str
     job_type: str
     message_group_id: str | None
-    #: ``parked``, ``held`` (by a send after commit), ``backing_off``,
-    #: ``waiting`` (its grace period) or ``due``.
+    #: ``parked``, ``blocked`` (behind a parked row of its group), ``held``
+    #: (by a send after commit), ``backing_off``, ``waiting`` (its grace
+    #: period, or an earlier row of its group) or ``due``.
     state: str
     attempts: int
     created_at: dt.datetime
@@ -112,8 +113,8 @@ def list_rows(
 
 def _entry(record: t.Mapping[t.Any, t.Any], now: dt.datetime) -> OutboxEntry:
     available_at = record["available_at"]
-    if record["parked_at"] is not None:
-        state = "parked"
+    if record["parked_at"] is not None or available_at >= PARKED_UNTIL:
+        state = "parked" if record["parked_at"] is not None else "blocked"
         available_at = None
     elif record["leased_until"] is not None and record["leased_until"] > now:
         state = "held"
@@ -155,14 +156,14 @@ def retry_rows(
     """Put rows back to be sent now, attempts reset; return how many.
 
     ``ids``: those rows, parked or not; ``all_parked``: every parked row (a
-    range of the index ``(available_at, id)``). The last error stays until
-    the next send. Cost: one update.
+    range of the index ``(available_at, id)``). The rows that parked rows held
+    back come back too (the next claim holds back again those still behind
+    one). The last error stays until the next send. Cost: two updates over
+    that range.
     """
+    now = dt.datetime.now(dt.UTC)
     update = sa.update(outbox).values(
-        parked_at=None,
-        leased_until=None,
-        attempts=0,
-        available_at=dt.datetime.now(dt.UTC),
+        parked_at=None, leased_until=None, attempts=0, available_at=now
     )
     if all_parked:
         update = update.where(
@@ -172,14 +173,26 @@ def retry_rows(
         update = update.where(outbox.c.id.in_(list(ids)))
     else:
         return 0
-    return connection.execute(update).rowcount
+    count = connection.execute(update).rowcount
+    _release_held_back(connection, now)
+    return count
+
+
+def _release_held_back(connection: sa.Connection, now: dt.datetime) -> None:
+    """Rows held back behind parked rows are due again (the claim sorts them)."""
+    connection.execute(
+        sa.update(outbox)
+        .where(outbox.c.available_at >= PARKED_UNTIL, outbox.c.parked_at.is_(None))
+        .values(available_at=now)
+    )
 
 
 def drop_rows(connection: sa.Connection, ids: t.Collection[int]) -> list[int]:
     """Delete the parked rows among ``ids`` (their jobs are never sent); return them.
 
-    A row that is not parked is left alone: park it first. Cost: one delete
-    by primary key.
+    A row that is not parked is left alone: park it first. The rows that the
+    dropped ones held back come back. Cost: one delete by primary key, one
+    update over the range of held-back rows.
     """
     if not ids:
         return []
@@ -188,7 +201,10 @@ def drop_rows(connection: sa.Connection, ids: t.Collection[int]) -> list[int]:
         .where(outbox.c.id.in_(list(ids)), outbox.c.parked_at.is_not(None))
         .returning(outbox.c.id)
     )
-    return sorted(result.scalars())
+    dropped = sorted(result.scalars())
+    if dropped:
+        _release_held_back(connection, dt.datetime.now(dt.UTC))
+    return dropped
 
 
 def find_rows(connection: sa.Connection, ids: t.Collection[int]) -> dict[int, bool]:

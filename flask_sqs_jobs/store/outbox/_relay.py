@@ -85,7 +85,7 @@ class OutboxRelay:
                 connection, limit=self.claim_limit, include_fresh=include_fresh
             )
             if not claimed.rows:
-                if claimed.parked:
+                if claimed.parked or claimed.pushed:
                     connection.commit()
                 else:
                     connection.rollback()
