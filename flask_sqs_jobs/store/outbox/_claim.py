@@ -30,6 +30,9 @@ from ._rows import UnreadableRowError
 
 log = structlog.get_logger(__name__)
 
+#: Held-back rows moved out of the claim's way per pass, at most.
+PUSH_LIMIT = 1000
+
 
 @dataclasses.dataclass(frozen=True)
 class Claimed:
@@ -101,39 +104,49 @@ def claim(
 
 
 def push_back(connection: sa.Connection, now: dt.datetime, include_fresh: bool) -> int:
-    """Move each due row held back by an earlier row of its group to when that
-    row is due (parked: ``PARKED_UNTIL``); return how many moved.
+    """Move due rows held back by an earlier row of their group to when the
+    group's first such row is due (parked: ``PARKED_UNTIL``); return how many.
 
-    So a blocked group costs each later pass nothing: its rows leave the
-    range the claim scans, and come back with the row that held them
-    (retrying or dropping a parked row brings back every row it held:
-    :func:`~._parking.retry_rows`). Rows another relay has locked are left
-    (``SKIP LOCKED``). Cost: the claim's scan once more, and one write per
-    row held back since the last pass.
+    So a blocked group costs later passes nothing: its rows leave the range
+    the claim scans, and come back with the row that held them (retrying or
+    dropping a parked row brings back every row it held:
+    :func:`~._parking.retry_rows`). At most :data:`PUSH_LIMIT` rows a pass,
+    the oldest, leaving those another relay has locked (``SKIP LOCKED``).
+    Cost: the claim's scan up to that many held-back rows, then per group one
+    probe of ``(message_group_id, id)`` and one update by primary key.
     """
     candidate = outbox.alias("candidate")
     blocked = (
-        sa.select(candidate.c.id)
+        sa.select(candidate.c.id, candidate.c.queue, candidate.c.message_group_id)
         .where(sendable(candidate, now, include_fresh))
         .where(candidate.c.message_group_id.is_not(None))
         .where(_held_back(candidate, now, include_fresh))
-        .with_for_update(skip_locked=True)
+        .order_by(candidate.c.id)
+        .limit(PUSH_LIMIT)
+        .with_for_update(skip_locked=True, of=candidate)
     )
-    earlier = outbox.alias("holder")
-    until = (
-        sa.select(sa.func.min(earlier.c.available_at))
-        .where(earlier.c.message_group_id == outbox.c.message_group_id)
-        .where(earlier.c.queue == outbox.c.queue)
-        .where(earlier.c.id < outbox.c.id)
-        .where(sa.not_(sendable(earlier, now, include_fresh)))
-        .scalar_subquery()
-    )
-    update = (
-        sa.update(outbox)
-        .where(outbox.c.id.in_(blocked.scalar_subquery()))
-        .values(available_at=until)
-    )
-    return connection.execute(update).rowcount
+    groups: dict[tuple[str, str], list[int]] = {}
+    for row_id, queue, group in connection.execute(blocked):
+        groups.setdefault((queue, group), []).append(row_id)
+    pushed = 0
+    for (queue, group), ids in groups.items():
+        # The group's first row that holds it back: at the start of the
+        # group's index range.
+        until = connection.execute(
+            sa.select(outbox.c.available_at)
+            .where(outbox.c.message_group_id == group, outbox.c.queue == queue)
+            .where(outbox.c.id < max(ids))
+            .where(sa.not_(sendable(outbox, now, include_fresh)))
+            .order_by(outbox.c.id)
+            .limit(1)
+        ).scalar()
+        if until is None:
+            continue  # sent meanwhile: the rows are free to go
+        connection.execute(
+            sa.update(outbox).where(outbox.c.id.in_(ids)).values(available_at=until)
+        )
+        pushed += len(ids)
+    return pushed
 
 
 def _held_back(
