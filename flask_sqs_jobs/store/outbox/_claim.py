@@ -67,8 +67,9 @@ def claim(
     rows (parked and held-back rows sit later in it, out of the range),
     stopping after ``limit`` sendable ones; each grouped row adds a probe of
     the index ``(message_group_id, id)`` that stops at its group's first
-    earlier row. Then :func:`in_group_order` reads the claimed groups'
-    earlier rows.
+    earlier row (a held-back row not moved yet costs that probe on every
+    pass, hence :func:`push_back` first). Then :func:`in_group_order` reads
+    the claimed groups' earlier rows.
     """
     now = dt.datetime.now(dt.UTC)
     query = sa.select(outbox).order_by(outbox.c.id).limit(limit)
