@@ -69,7 +69,7 @@ def enqueue_in_session(
     store = outbox_store(jobs)
     _check_database(target, store)
     group = jobs.queue_group()
-    send_through(group, store.engine)
+    send_through(group, store.engine, max_attempts=state.config.outbox_max_attempts)
     return add_to_outbox(target, group, queue, job_type, payload, **options)
 
 
@@ -109,7 +109,8 @@ def enqueue_many_in_session(
     from .store.outbox import send_through
 
     target = _session_of(session)
-    if jobs.config().eager:
+    config = jobs.config()
+    if config.eager:
         dicts = _job_dicts(specs)
         call = functools.partial(jobs.enqueue_many, queue, dicts)
         run_eager_after_commit.hold(target, call)
@@ -117,7 +118,7 @@ def enqueue_many_in_session(
     store = outbox_store(jobs)
     _check_database(target, store)
     group = jobs.queue_group()
-    send_through(group, store.engine)
+    send_through(group, store.engine, max_attempts=config.outbox_max_attempts)
     return add_many_to_outbox(target, group, queue, specs)
 
 

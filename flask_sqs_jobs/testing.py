@@ -146,7 +146,11 @@ def send_outbox(app: Flask, timeout: float = 10.0) -> int:
     jobs: SQSJobs = app.extensions["sqs_jobs"]
     flush_all(timeout)
     with app.app_context():
-        relay = OutboxRelay(outbox_store(jobs, app).engine, jobs.queue_group(app))
+        relay = OutboxRelay(
+            outbox_store(jobs, app).engine,
+            jobs.queue_group(app),
+            max_attempts=jobs.config(app).outbox_max_attempts,
+        )
         return relay.drain()
 
 

@@ -1,4 +1,8 @@
-"""``flask sqs-jobs outbox ...``: run the outbox relay, show what is pending."""
+"""``flask sqs-jobs outbox ...``: run the outbox relay, show what is pending.
+
+The commands on single rows (``list``, ``park``, ``retry``, ``drop``) are in
+:mod:`._outbox_rows`.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +15,20 @@ import typing as t
 import click
 from flask.cli import with_appcontext
 
-from ._common import ConfigurationError
 from ._common import current_parts
 from ._common import logs_off_stdout
 from ._common import option
 from ._common import printable
 from ._common import table
+from ._outbox_rows import drop_command
+from ._outbox_rows import list_command
+from ._outbox_rows import outbox_store
+from ._outbox_rows import park_command
+from ._outbox_rows import retry_command
 
 if t.TYPE_CHECKING:
     from ..config import AppParts
     from ..store.outbox import OutboxRelay
-    from ..store.sql import SQLAlchemyStore
 
 
 @click.group("outbox")
@@ -56,7 +63,7 @@ def status_command(as_json: bool) -> None:
     """Show the jobs waiting in the outbox, and the oldest one's age, per queue."""
     from ..store.outbox import outbox_status
 
-    with _store(current_parts()).engine.connect() as connection:
+    with outbox_store(current_parts()).engine.connect() as connection:
         queues = outbox_status(connection)
     report = {
         "pending": sum(q.pending for q in queues),
@@ -64,11 +71,13 @@ def status_command(as_json: bool) -> None:
             max((q.oldest_age_seconds for q in queues), default=0.0), 3
         ),
         "failing": sum(q.failing for q in queues),
+        "parked": sum(q.parked for q in queues),
         "queues": {
             q.queue: {
                 "pending": q.pending,
                 "oldest_age_seconds": round(q.oldest_age_seconds, 3),
                 "failing": q.failing,
+                "parked": q.parked,
             }
             for q in queues
         },
@@ -78,33 +87,35 @@ def status_command(as_json: bool) -> None:
         return
     click.echo(
         f"pending: {report['pending']}, oldest: {report['oldest_age_seconds']:.1f} s,"
-        f" failing: {report['failing']}"
+        f" failing: {report['failing']}, parked: {report['parked']}"
     )
     if queues:
-        rows = [["QUEUE", "PENDING", "OLDEST (S)", "FAILING"]]
+        rows = [["QUEUE", "PENDING", "OLDEST (S)", "FAILING", "PARKED"]]
         rows += [
             [
                 printable(q.queue),
                 str(q.pending),
                 f"{q.oldest_age_seconds:.1f}",
                 str(q.failing),
+                str(q.parked),
             ]
             for q in queues
         ]
         click.echo(table(rows))
 
 
+for _command in (list_command, park_command, retry_command, drop_command):
+    outbox_command.add_command(_command)
+
+
 def make_relay(parts: AppParts) -> OutboxRelay:
     from ..store.outbox import OutboxRelay
 
-    return OutboxRelay(_store(parts).engine, parts.queue_group())
-
-
-def _store(parts: AppParts) -> SQLAlchemyStore:
-    try:
-        return parts.outbox_store()
-    except RuntimeError as exc:
-        raise ConfigurationError(str(exc)) from None
+    return OutboxRelay(
+        outbox_store(parts).engine,
+        parts.queue_group(),
+        max_attempts=parts.config.outbox_max_attempts,
+    )
 
 
 @contextlib.contextmanager

@@ -46,5 +46,9 @@ def worker_services(
         )
     )
     if getattr(options, "outbox_relay", True):
-        services += outbox_relay_services(parts.store, parts.queue_group())
+        services += outbox_relay_services(
+            parts.store,
+            parts.queue_group(),
+            max_attempts=config.outbox_max_attempts,
+        )
     return services

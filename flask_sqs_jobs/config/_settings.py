@@ -67,6 +67,9 @@ class Config:
     record_retention_seconds: int = 604800
     #: ``SQS_JOBS_DASHBOARD_SHOW_PAYLOADS``: the dashboard shows payloads and results.
     dashboard_show_payloads: bool = True
+    #: ``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``: failed sends after which an outbox row
+    #: is parked (kept with its error, no longer sent).
+    outbox_max_attempts: int = 20
 
 
 _KEYS = {
@@ -124,6 +127,9 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
             config, "RECORD_RETENTION_SECONDS", 604800
         ),
         dashboard_show_payloads=_bool(config, "DASHBOARD_SHOW_PAYLOADS", default=True),
+        outbox_max_attempts=_positive_int(
+            config, "OUTBOX_MAX_ATTEMPTS", 20, unit="failed sends"
+        ),
     )
 
 
@@ -272,11 +278,13 @@ def _bool(
     return value
 
 
-def _positive_int(config: cabc.Mapping[str, t.Any], name: str, default: int) -> int:
+def _positive_int(
+    config: cabc.Mapping[str, t.Any], name: str, default: int, unit: str = "seconds"
+) -> int:
     value = config.get(f"{PREFIX}{name}", default)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(
-            f"{PREFIX}{name} must be a positive int of seconds (e.g. {default});"
+            f"{PREFIX}{name} must be a positive int of {unit} (e.g. {default});"
             f" got {value!r}"
         )
     return value

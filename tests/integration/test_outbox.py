@@ -92,7 +92,11 @@ def write_jobs(
 
 
 def drain_queue(sqs: SQSClient, url: str) -> list[str]:
-    """The job ids of every message on the queue (each received once)."""
+    """The job ids of every message on the queue, each deleted once received.
+
+    Deleted, so a message received early cannot come back when its visibility
+    timeout ends on a slow machine and count as a second send.
+    """
     job_ids: list[str] = []
     while True:
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get(
@@ -101,6 +105,13 @@ def drain_queue(sqs: SQSClient, url: str) -> list[str]:
         if not messages:
             return job_ids
         job_ids += [json.loads(m["Body"])["job_id"] for m in messages]
+        sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                for i, m in enumerate(messages)
+            ],
+        )
 
 
 def test_a_web_process_killed_between_commit_and_send_loses_nothing(

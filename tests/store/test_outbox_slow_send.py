@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import threading
 import typing as t
 
@@ -21,12 +22,37 @@ if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
 
-def test_the_relay_leaves_a_row_alone_while_its_send_after_commit_runs(
+class SlowSend(t.NamedTuple):
+    app: Flask
+    jobs: SQSJobs
+    store: SQLAlchemyStore
+    sqs: SQSClient
+    url: str
+    #: Set once the first send is under way; it goes on once ``release`` is.
+    sending: threading.Event
+    release: threading.Event
+    #: One entry per SendMessageBatch request.
+    calls: list[str]
+
+    def commit_one(self) -> None:
+        """Write a job, commit, and wait until its send after commit is stuck."""
+        with sa.orm.Session(self.store.engine) as session:
+            self.jobs.enqueue("default", "welcome", {"n": 1}, session=session)
+            session.commit()
+        assert self.sending.wait(30), "the send after commit never started"
+
+    def messages(self) -> int:
+        response = self.sqs.receive_message(
+            QueueUrl=self.url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+        )
+        return len(response.get("Messages", []))
+
+
+@pytest.fixture
+def slow(
     sqs: SQSClient, store_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # No grace at all: the row is the relay's as soon as it is committed,
-    # unless the send after commit holds it.
-    monkeypatch.setattr(_outbox_rows, "GRACE_SECONDS", 0.0)
+) -> cabc.Iterator[SlowSend]:
+    """An app whose first SendMessageBatch waits until the test releases it."""
     url = create_queue(sqs, "slow-send")
     app = Flask(__name__)
     app.config.update(
@@ -37,7 +63,6 @@ def test_the_relay_leaves_a_row_alone_while_its_send_after_commit_runs(
     jobs = SQSJobs(app, boto_client=sqs)
     store = t.cast(SQLAlchemyStore, jobs.store(app))
     store.create_tables()
-    engine = sa.create_engine(store_url)
     queue = jobs.queue_group(app).queue("default")
     real_send_batch = queue.send_batch
     sending, release = threading.Event(), threading.Event()
@@ -52,22 +77,42 @@ def test_the_relay_leaves_a_row_alone_while_its_send_after_commit_runs(
 
     monkeypatch.setattr(queue, "send_batch", slow_first_send)
     try:
-        with app.app_context(), sa.orm.Session(engine) as session:
-            jobs.enqueue("default", "welcome", {"n": 1}, session=session)
-            session.commit()
-            assert sending.wait(30), "the send after commit never started"
-            relay = OutboxRelay(store.engine, jobs.queue_group(app))
-            assert relay.run_pass() == 0  # the row is held by the send in flight
-            release.set()
-            assert flush_all()
-            assert relay.run_pass() == 0
-        response = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0
-        )
-        assert len(response.get("Messages", [])) == 1
-        assert len(calls) == 1
+        with app.app_context():
+            yield SlowSend(app, jobs, store, sqs, url, sending, release, calls)
     finally:
         release.set()
         flush_all()
-        engine.dispose()
         store.close()
+
+
+def test_the_relay_leaves_a_row_alone_while_its_send_after_commit_runs(
+    slow: SlowSend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No grace at all: the row is the relay's as soon as it is committed,
+    # unless the send after commit holds it.
+    monkeypatch.setattr(_outbox_rows, "GRACE_SECONDS", 0.0)
+    slow.commit_one()
+    relay = OutboxRelay(slow.store.engine, slow.jobs.queue_group())
+    assert relay.run_pass() == 0  # the row is held by the send in flight
+    slow.release.set()
+    assert flush_all()
+    assert relay.run_pass() == 0
+    assert slow.messages() == 1
+    assert len(slow.calls) == 1
+
+
+def test_relay_once_leaves_a_row_alone_while_its_send_after_commit_runs(
+    slow: SlowSend,
+) -> None:
+    # relay --once takes rows still in their grace period too; never one that
+    # a send after commit holds (SQLite: its lease; PostgreSQL: its row lock).
+    slow.commit_one()
+    relayed = slow.app.test_cli_runner().invoke(
+        args=["sqs-jobs", "outbox", "relay", "--once"]
+    )
+    assert relayed.exit_code == 0, relayed.output
+    assert "sent 0 job(s)" in relayed.output
+    slow.release.set()
+    assert flush_all()
+    assert slow.messages() == 1
+    assert len(slow.calls) == 1

@@ -26,6 +26,35 @@ def test_create_tables_is_idempotent_and_says_what_it_did(store_url: str) -> Non
     store.close()
 
 
+def test_a_table_of_an_older_version_is_reported_with_the_alter_that_fixes_it(
+    store_url: str,
+) -> None:
+    new_columns = ("parked_at", "leased_until")  # added after 0.1.0's first outbox
+    current = SQLAlchemyStore.metadata.tables["sqs_jobs_outbox"]
+    old = sa.Table(
+        "sqs_jobs_outbox",
+        sa.MetaData(),
+        *(
+            sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+            for c in current.columns
+            if c.name not in new_columns
+        ),
+    )
+    store = SQLAlchemyStore(store_url)
+    old.create(store.engine)
+    lines = {line.split(":")[0]: line for line in store.create_tables()}
+    report = lines["sqs_jobs_outbox"]
+    assert "lacks parked_at, leased_until" in report
+    statements = report.split("add them with ")[1].split("; ")
+    assert [s.split()[5] for s in statements] == list(new_columns)
+    with store.engine.begin() as connection:
+        for statement in statements:
+            connection.exec_driver_sql(statement)
+    again = {line.split(":")[0]: line for line in store.create_tables()}
+    assert again["sqs_jobs_outbox"] == "sqs_jobs_outbox: exists, unchanged"
+    store.close()
+
+
 def test_store_init_command_creates_the_tables(tmp_path) -> None:  # type: ignore[no-untyped-def]
     app = Flask(__name__)
     app.config.update(

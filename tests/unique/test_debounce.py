@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 from flask import Flask
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.store.outbox import _claim
 from flask_sqs_jobs.store.outbox import _rows
 from flask_sqs_jobs.store.outbox._relay import OutboxRelay
 
@@ -133,7 +134,7 @@ def test_an_enqueue_while_the_relay_holds_the_row_is_not_lost(
     later = threading.Thread(target=enqueue_again)
     with engine.connect() as connection:
         _rows.begin_locked(connection)
-        claimed = _rows.claim(connection, limit=10)
+        claimed = _claim.claim(connection, limit=10).rows
         later.start()  # waits for the relay's lock, or comes after it
         _rows.delete(connection, [row.id for row in claimed])  # sent
         connection.commit()

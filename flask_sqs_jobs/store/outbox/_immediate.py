@@ -22,6 +22,8 @@ import structlog
 
 from ...engine.model import MAX_BATCH_ENTRIES
 from . import _rows as _outbox_rows
+from ._claim import claim
+from ._claim import in_group_order
 from ._rows import OutboxRow
 from ._send import describe_error
 from ._send import send_claimed
@@ -157,8 +159,14 @@ class ImmediateSender:
                 # and a row the relay already sent is not found.
                 _outbox_rows.begin_locked(connection)
                 ids = [row.id for row in rows]
-                rows = _outbox_rows.claim(connection, limit=len(ids), ids=ids)
-                report = send_claimed(connection, self.group, rows, "immediate")
+                rows = claim(connection, limit=len(ids), ids=ids).rows
+                report = send_claimed(
+                    connection,
+                    self.group,
+                    rows,
+                    "immediate",
+                    max_attempts=_outbox_rows.max_attempts_of(self.group),
+                )
                 connection.commit()
                 return report
             # SQLite locks the whole database: never hold its write lock
@@ -169,12 +177,18 @@ class ImmediateSender:
             if any(row.message_group_id is not None for row in rows):
                 # An earlier row of the group still waits: the relay sends
                 # this one after it.
-                rows = _outbox_rows.in_group_order(connection, rows)
+                rows = in_group_order(connection, rows)
             rows = _outbox_rows.lease(connection, rows)
             connection.commit()
             report = send_rows(self.group, rows, "immediate")
             _outbox_rows.begin_locked(connection)
-            write_back(connection, rows, report, "immediate")
+            write_back(
+                connection,
+                rows,
+                report,
+                "immediate",
+                max_attempts=_outbox_rows.max_attempts_of(self.group),
+            )
             connection.commit()
             return report
 

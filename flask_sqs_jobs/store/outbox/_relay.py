@@ -14,6 +14,7 @@ import sqlalchemy as sa
 import structlog
 
 from . import _rows as _outbox_rows
+from ._claim import claim
 from ._immediate import relay_wakeup
 from ._send import describe_error
 from ._send import send_claimed
@@ -54,10 +55,18 @@ class OutboxRelay:
         *,
         claim_limit: int = CLAIM_LIMIT,
         idle_seconds: float = IDLE_SECONDS,
+        max_attempts: int | None = None,
     ) -> None:
         self.engine = engine
         self.group = group
         self.claim_limit = claim_limit
+        #: Failed sends after which a row is parked (SQS_JOBS_OUTBOX_MAX_ATTEMPTS);
+        #: by default what :func:`~._rows.set_max_attempts` said for ``group``.
+        self.max_attempts = (
+            _outbox_rows.max_attempts_of(group)
+            if max_attempts is None
+            else max_attempts
+        )
         self.idle_seconds = idle_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -65,20 +74,31 @@ class OutboxRelay:
     def run_pass(self, *, include_fresh: bool = False) -> int:
         """Claim, send and write back one batch of rows; return how many were handled.
 
-        :param include_fresh: also rows committed moments ago, which the
-            immediate send is probably sending (``relay --once``).
+        Handled: sent, failed (backing off or parked), or parked unread.
+
+        :param include_fresh: also rows committed moments ago that the send
+            after commit does not hold (``relay --once``).
         """
         with self.engine.connect() as connection:
             _outbox_rows.begin_locked(connection)
-            rows = _outbox_rows.claim(
+            claimed = claim(
                 connection, limit=self.claim_limit, include_fresh=include_fresh
             )
-            if not rows:
-                connection.rollback()
-                return 0
-            report = send_claimed(connection, self.group, rows, "relay")
+            if not claimed.rows:
+                if claimed.parked or claimed.pushed:
+                    connection.commit()
+                else:
+                    connection.rollback()
+                return claimed.parked
+            report = send_claimed(
+                connection,
+                self.group,
+                claimed.rows,
+                "relay",
+                max_attempts=self.max_attempts,
+            )
             connection.commit()
-        return report.handled
+        return report.handled + claimed.parked
 
     def drain(self) -> int:
         """Run passes until none finds a row to send; return the rows sent.

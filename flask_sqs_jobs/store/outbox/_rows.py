@@ -1,14 +1,10 @@
-"""The outbox table's rows: claimed under row locks, deleted once sent, backed off.
+"""The outbox table's rows: decoded, held, deleted once sent, backed off or parked.
 
-PostgreSQL locks the claimed rows with ``FOR UPDATE SKIP LOCKED``, so
-several relays share a backlog without sending a row twice. SQLite has no
-row locks: each claim runs in a ``BEGIN IMMEDIATE`` transaction, which holds
-the database's write lock, so relays take turns.
-
-Every function here runs in its caller's transaction (a ``Connection`` the
-caller began and commits): the claim, the send through the pipeline and the
-write-back of one pass are one transaction, so what a crash interrupts is
-rolled back and sent again by the next pass.
+The claim is in :mod:`._claim`, what operators do with rows in
+:mod:`._parking`. Every function here runs in its caller's transaction (a
+``Connection`` the caller began and commits): the claim, the send through the
+pipeline and the write-back of one pass are one transaction, so what a crash
+interrupts is rolled back and sent again by the next pass.
 """
 
 from __future__ import annotations
@@ -17,10 +13,15 @@ import dataclasses
 import datetime as dt
 import json
 import typing as t
+import weakref
 
 import sqlalchemy as sa
 
+from ...engine.sqs import check_message_attributes
 from ..sql import outbox_table
+
+if t.TYPE_CHECKING:
+    from ...engine import QueueGroup
 
 outbox = outbox_table
 
@@ -34,6 +35,31 @@ SEND_LEASE_SECONDS = 60.0
 MAX_BACKOFF_SECONDS = 60.0
 #: How much of a send error is kept on the row.
 MAX_ERROR_LENGTH = 2000
+#: Failed sends after which a row is parked (``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``):
+#: with the back-off above, about 14 minutes of failing.
+DEFAULT_MAX_ATTEMPTS = 20
+#: A parked row's ``available_at``: never, as far as the claim's index knows.
+PARKED_UNTIL = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)
+
+
+#: SQS_JOBS_OUTBOX_MAX_ATTEMPTS per queue group (the app's), for the sends
+#: after commit and the relays that are not told otherwise.
+_max_attempts: weakref.WeakKeyDictionary[QueueGroup, int] = weakref.WeakKeyDictionary()
+
+
+def set_max_attempts(group: QueueGroup, max_attempts: int) -> None:
+    """Park ``group``'s rows after ``max_attempts`` failed sends."""
+    _max_attempts[group] = max_attempts
+
+
+def max_attempts_of(group: QueueGroup) -> int:
+    """The failed sends after which ``group``'s rows are parked."""
+    return _max_attempts.get(group, DEFAULT_MAX_ATTEMPTS)
+
+
+class UnreadableRowError(ValueError):
+    """A row's columns cannot be made into a message (its attributes are not JSON
+    message attributes)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,18 +86,42 @@ class OutboxRow:
     @classmethod
     def of(cls, row_id: int, values: dict[str, t.Any]) -> OutboxRow:
         """The row just inserted with ``values`` (those of :func:`row_values`)."""
-        attributes = values["message_attributes"]
+        return cls.read({**values, "id": row_id, "attempts": 0}, check=False)
+
+    @classmethod
+    def read(cls, record: t.Mapping[t.Any, t.Any], *, check: bool = True) -> OutboxRow:
+        """The row of a table record (or of inserted values).
+
+        :param check: check the attributes against SQS's rules (a row read
+            back may hold anything; values the pipeline just made are checked).
+
+        :raises UnreadableRowError: its attributes column is not JSON, or not
+            message attributes SQS takes.
+        """
+        attributes = record["message_attributes"]
+        decoded: dict[str, t.Any] | None = None
+        if attributes:
+            try:
+                decoded = json.loads(attributes)
+            except (ValueError, RecursionError) as exc:
+                raise UnreadableRowError(
+                    f"message_attributes is not JSON ({type(exc).__name__})"
+                ) from None
+            try:
+                decoded = check_message_attributes(decoded) if check else decoded
+            except (TypeError, ValueError) as exc:
+                raise UnreadableRowError(str(exc)) from None
         return cls(
-            id=row_id,
-            queue=values["queue"],
-            job_id=values["job_id"],
-            job_type=values["job_type"],
-            body=values["body"],
-            message_attributes=json.loads(attributes) if attributes else None,
-            message_group_id=values["message_group_id"],
-            message_deduplication_id=values["message_deduplication_id"],
-            delay_seconds=values["delay_seconds"],
-            attempts=0,
+            id=record["id"],
+            queue=record["queue"],
+            job_id=record["job_id"],
+            job_type=record["job_type"],
+            body=record["body"],
+            message_attributes=decoded,
+            message_group_id=record["message_group_id"],
+            message_deduplication_id=record["message_deduplication_id"],
+            delay_seconds=record["delay_seconds"],
+            attempts=record["attempts"],
         )
 
     def send_params(self, fifo: bool) -> dict[str, t.Any]:
@@ -125,43 +175,17 @@ def begin_locked(connection: sa.Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def claim(
-    connection: sa.Connection,
-    *,
-    limit: int,
-    ids: t.Sequence[int] | None = None,
-    include_fresh: bool = False,
-) -> list[OutboxRow]:
-    """Lock and return up to ``limit`` rows to send, oldest first.
-
-    :param ids: only these rows (the immediate send after a commit); rows
-        already sent (or rolled back) are simply not found.
-    :param include_fresh: also rows still in their grace period (``outbox
-        relay --once`` empties the outbox); a debounced row waits until due.
-    """
-    now = dt.datetime.now(dt.UTC)
-    query = sa.select(outbox).order_by(outbox.c.id).limit(limit)
-    if ids is not None:
-        query = query.where(outbox.c.id.in_(list(ids)))
-    elif include_fresh:
-        fresh = sa.and_(outbox.c.attempts == 0, outbox.c.debounce_key.is_(None))
-        query = query.where(sa.or_(outbox.c.available_at <= now, fresh))
-    else:
-        query = query.where(outbox.c.available_at <= now)
-    rows = [
-        _row(r) for r in connection.execute(query.with_for_update(skip_locked=True))
-    ]
-    return in_group_order(connection, rows)
-
-
 def lease(connection: sa.Connection, rows: list[OutboxRow]) -> list[OutboxRow]:
     """Hold ``rows`` for a send made outside the write lock (SQLite); those still here.
 
     Run under SQLite's write lock: a relay's pass holds that lock from its claim
     to its write-back, so a row still in the table is not being sent by a relay,
     and a row a relay sent is gone. Moving ``available_at`` past the send keeps
-    every relay off the rows however long the send takes; if this process dies
-    first, the relay sends them once the lease ends.
+    every relay off the rows however long the send takes, and ``leased_until``
+    keeps ``outbox relay --once`` (which takes fresh rows too) off them; if
+    this process dies first, the relay sends them once the lease ends.
+
+    Cost: one primary-key read and one update of ``rows`` (at most 100).
     """
     if not rows:
         return rows
@@ -174,57 +198,9 @@ def lease(connection: sa.Connection, rows: list[OutboxRow]) -> list[OutboxRow]:
         connection.execute(
             sa.update(outbox)
             .where(outbox.c.id.in_(sorted(present)))
-            .values(available_at=until)
+            .values(available_at=until, leased_until=until)
         )
     return [row for row in rows if row.id in present]
-
-
-def _row(record: sa.Row[t.Any]) -> OutboxRow:
-    """A claimed row, its JSON attributes decoded."""
-    attributes = record.message_attributes
-    return OutboxRow(
-        id=record.id,
-        queue=record.queue,
-        job_id=record.job_id,
-        job_type=record.job_type,
-        body=record.body,
-        message_attributes=json.loads(attributes) if attributes else None,
-        message_group_id=record.message_group_id,
-        message_deduplication_id=record.message_deduplication_id,
-        delay_seconds=record.delay_seconds,
-        attempts=record.attempts,
-    )
-
-
-def in_group_order(connection: sa.Connection, rows: list[OutboxRow]) -> list[OutboxRow]:
-    """Drop each grouped row that an earlier, unclaimed row of its group precedes.
-
-    Such an earlier row is in another relay's hands, backing off, or not
-    due yet: sending the later one first would break the group's order.
-    """
-    grouped = [r for r in rows if r.message_group_id is not None]
-    if not grouped:
-        return rows
-    claimed = {r.id for r in rows}
-    groups = {(r.queue, r.message_group_id) for r in grouped}
-    highest = max(r.id for r in grouped)
-    query = (
-        sa.select(outbox.c.id, outbox.c.queue, outbox.c.message_group_id)
-        .where(outbox.c.message_group_id.in_({g for _, g in groups}))
-        .where(outbox.c.id <= highest)
-        .order_by(outbox.c.id)
-    )
-    blocked: set[tuple[str, str | None]] = set()
-    allowed: set[int] = set()
-    for row_id, queue, group in connection.execute(query):
-        key = (queue, group)
-        if key not in groups or key in blocked:
-            continue
-        if row_id in claimed:
-            allowed.add(row_id)
-        else:
-            blocked.add(key)
-    return [r for r in rows if r.message_group_id is None or r.id in allowed]
 
 
 def delete(connection: sa.Connection, ids: t.Collection[int]) -> None:
@@ -234,52 +210,79 @@ def delete(connection: sa.Connection, ids: t.Collection[int]) -> None:
 
 
 def mark_failed(
-    connection: sa.Connection, failures: t.Mapping[int, tuple[int, str]]
-) -> None:
-    """Record ``row id -> (attempts so far, error)`` and back each row off."""
-    now = dt.datetime.now(dt.UTC)
+    connection: sa.Connection,
+    failures: t.Mapping[int, tuple[int, str]],
+    *,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    poisoned: t.Collection[int] = (),
+) -> list[int]:
+    """Record ``row id -> (attempts so far, error)``; back each row off or park it.
+
+    A row whose failures reach ``max_attempts``, or one of the ids
+    ``poisoned`` (its failure can only repeat), is parked with its error; a row parked
+    meanwhile (by an operator) stays parked. Returns the ids parked now.
+    Cost: one primary-key update per distinct (attempts, error) pair, so a
+    pass whose rows all failed alike writes once.
+    """
+    park_now = set(poisoned)
+    at = dt.datetime.now(dt.UTC)
+    alike: dict[tuple[int, str, bool], list[int]] = {}
     for row_id, (attempts, error) in failures.items():
+        key = (attempts + 1, error[:MAX_ERROR_LENGTH], row_id in park_now)
+        alike.setdefault(key, []).append(row_id)
+    parked: list[int] = []
+    for (attempts, error, at_once), ids in alike.items():
+        if at_once or attempts >= max_attempts:
+            park(connection, dict.fromkeys(ids, error), attempts=attempts, now=at)
+            parked += ids
+            continue
         connection.execute(
             sa.update(outbox)
-            .where(outbox.c.id == row_id)
+            .where(outbox.c.id.in_(ids), outbox.c.parked_at.is_(None))
             .values(
-                attempts=attempts + 1,
-                last_error=error[:MAX_ERROR_LENGTH],
-                available_at=now + dt.timedelta(seconds=backoff_seconds(attempts + 1)),
+                attempts=attempts,
+                last_error=error,
+                leased_until=None,
+                available_at=at + dt.timedelta(seconds=backoff_seconds(attempts)),
             )
         )
+    return parked
+
+
+def park(
+    connection: sa.Connection,
+    errors: t.Mapping[int, str | None],
+    *,
+    attempts: int | None = None,
+    now: dt.datetime | None = None,
+) -> list[int]:
+    """Park the rows ``id -> error`` (None keeps the last error); return those found.
+
+    A parked row is kept, with its error, and never sent until
+    :func:`~._parking.retry` puts it back. Cost: one primary-key update per
+    distinct error.
+    """
+    now = now or dt.datetime.now(dt.UTC)
+    values: dict[str, t.Any] = {
+        "parked_at": now,
+        "available_at": PARKED_UNTIL,
+        "leased_until": None,
+    }
+    if attempts is not None:
+        values["attempts"] = attempts
+    by_error: dict[str | None, list[int]] = {}
+    for row_id, error in errors.items():
+        by_error.setdefault(error, []).append(row_id)
+    found: list[int] = []
+    for error, ids in by_error.items():
+        update = sa.update(outbox).where(outbox.c.id.in_(ids))
+        if error is not None:
+            update = update.values(last_error=error[:MAX_ERROR_LENGTH])
+        result = connection.execute(update.values(**values).returning(outbox.c.id))
+        found += result.scalars()
+    return sorted(found)
 
 
 def backoff_seconds(attempts: int) -> float:
     """1 s after the first failure, doubling up to a minute."""
     return float(min(MAX_BACKOFF_SECONDS, 2 ** min(attempts - 1, 16)))
-
-
-@dataclasses.dataclass(frozen=True)
-class QueueStatus:
-    """One logical queue's rows in the outbox, for ``outbox status`` and metrics."""
-
-    queue: str
-    pending: int
-    oldest_age_seconds: float
-    failing: int
-
-
-def status(connection: sa.Connection) -> list[QueueStatus]:
-    """Pending rows per logical queue, with the oldest's age and those that failed."""
-    now = dt.datetime.now(dt.UTC)
-    query = (
-        sa.select(
-            outbox.c.queue,
-            sa.func.count(),
-            sa.func.min(outbox.c.created_at),
-            sa.func.sum(sa.case((outbox.c.attempts > 0, 1), else_=0)),
-        )
-        .group_by(outbox.c.queue)
-        .order_by(outbox.c.queue)
-    )
-    result: list[QueueStatus] = []
-    for queue, count, oldest, failing in connection.execute(query):
-        age = max(0.0, (now - oldest).total_seconds()) if oldest else 0.0
-        result.append(QueueStatus(queue, int(count), age, int(failing or 0)))
-    return result

@@ -1,4 +1,4 @@
-"""Send outbox rows to SQS, then delete them or back them off.
+"""Send outbox rows to SQS, then delete them, back them off or park them.
 
 Both the immediate send after a commit and the relay come through
 :func:`send_rows`, which hands each queue's rows, as the messages they were
@@ -8,7 +8,9 @@ reports ``job_enqueued`` for each one sent. :func:`send_claimed` does so
 inside the transaction that holds the rows' locks and writes the outcome
 back there, so a row is deleted in the same transaction that saw it sent,
 and a crash between the send and the commit at worst sends it again, with
-the same job id.
+the same job id. A request SQS refuses as a whole for what it carries (one
+entry too large) is sent again one message at a time, so an innocent row
+never fails with a poisoned one.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ...engine.producing import SqsBatchSink
 from ...engine.producing import StagedMessage
 from ...engine.producing import stored_message
 from . import _rows as _outbox_rows
+from ._rows import DEFAULT_MAX_ATTEMPTS
 from ._rows import OutboxRow
 
 if t.TYPE_CHECKING:
@@ -56,6 +59,10 @@ class SendReport:
     #: row id -> the MessageId SQS gave it.
     message_ids: dict[int, str] = dataclasses.field(default_factory=dict)
     failed: dict[int, tuple[int, str]] = dataclasses.field(default_factory=dict)
+    #: Failed rows that can never be sent as they are: parked at once.
+    poisoned: set[int] = dataclasses.field(default_factory=set)
+    #: The failed rows parked by the write-back (out of attempts, or poisoned).
+    parked: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def handled(self) -> int:
@@ -64,11 +71,16 @@ class SendReport:
 
 
 def send_claimed(
-    connection: sa.Connection, group: QueueGroup, rows: list[OutboxRow], via: str
+    connection: sa.Connection,
+    group: QueueGroup,
+    rows: list[OutboxRow],
+    via: str,
+    *,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> SendReport:
     """Send ``rows`` (locked by ``connection``), delete the sent, back off the rest."""
     report = send_rows(group, rows, via)
-    write_back(connection, rows, report, via)
+    write_back(connection, rows, report, via, max_attempts=max_attempts)
     return report
 
 
@@ -102,13 +114,24 @@ def send_rows(group: QueueGroup, rows: list[OutboxRow], via: str) -> SendReport:
 
 
 def write_back(
-    connection: sa.Connection, rows: list[OutboxRow], report: SendReport, via: str
+    connection: sa.Connection,
+    rows: list[OutboxRow],
+    report: SendReport,
+    via: str,
+    *,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> None:
-    """Delete the sent rows and back off the failed ones (the caller commits)."""
+    """Delete the sent rows, back off the failed ones, park those out of attempts.
+
+    The caller commits. Cost: one delete by primary key, and one update per
+    distinct failure (see :func:`~._rows.mark_failed`).
+    """
     _outbox_rows.delete(connection, report.sent)
-    _outbox_rows.mark_failed(connection, report.failed)
+    report.parked = _outbox_rows.mark_failed(
+        connection, report.failed, max_attempts=max_attempts, poisoned=report.poisoned
+    )
     if report.failed:
-        _log_failures(rows, report.failed, via)
+        _log_failures(rows, report, via)
 
 
 class RowBatches(BatchSink):
@@ -154,11 +177,63 @@ class RowBatches(BatchSink):
         return results
 
     def _send(self, messages: list[StagedMessage]) -> list[EntryResult]:
-        """One chunk through the engine's batch sink; an error fails each row."""
+        """One chunk through the engine's batch sink; an error fails each row.
+
+        A request SQS refuses for its content as a whole (one entry too large
+        for the queue, the request too long) is sent again one message at a
+        time, so only the rows at fault fail.
+        """
+        results = self._request(messages)
+        if len(messages) > 1 and _refused_whole(results):
+            return self._one_by_one(messages)
+        return results
+
+    def _one_by_one(self, messages: list[StagedMessage]) -> list[EntryResult]:
+        """Each message alone, in order; on FIFO a failed group sends nothing more."""
+        results: list[EntryResult] = []
+        failed_groups: set[str | None] = set()
+        for message in messages:
+            if self._queue.is_fifo and _group_of(message) in failed_groups:
+                results.append(None)
+                continue
+            (result,) = self._request([message])
+            if not isinstance(result, str):
+                failed_groups.add(_group_of(message))
+            results.append(result)
+        return results
+
+    def _request(self, messages: list[StagedMessage]) -> list[EntryResult]:
         try:
             return self._sink.send_batch(messages)
         except Exception as exc:
             return [(type(exc).__name__, str(exc))] * len(messages)
+
+
+#: Codes of a SendMessageBatch refused as a whole for what it carries (moto and
+#: SQS refuse a batch holding one message over the queue's MaximumMessageSize).
+_CONTENT_REFUSED = frozenset(
+    {
+        "BatchRequestTooLong",
+        "AWS.SimpleQueueService.BatchRequestTooLong",
+        "InvalidParameterValue",
+        "InvalidMessageContents",
+        "AWS.SimpleQueueService.InvalidMessageContents",
+        "InvalidAttributeValue",
+        "InvalidAttributeName",
+        "MissingParameter",
+        "ParamValidationError",
+    }
+)
+
+
+def _refused_whole(results: list[EntryResult]) -> bool:
+    """Every entry failed with one error, a code refusing the request's content."""
+    first = results[0] if results else None
+    return (
+        isinstance(first, tuple)
+        and first[0] in _CONTENT_REFUSED
+        and all(result == first for result in results)
+    )
 
 
 def _group_of(message: StagedMessage) -> str | None:
@@ -194,6 +269,13 @@ def _record(
             report.message_ids[row.id] = result
         elif result is not None:
             report.failed[row.id] = (row.attempts, f"{result[0]}: {result[1]}")
+            if result[0] in _REFUSED_BEFORE_SENDING:
+                report.poisoned.add(row.id)
+
+
+#: Errors of a row refused before it left this process (botocore checks the
+#: parameters): the same every time, so the row is parked at once.
+_REFUSED_BEFORE_SENDING = frozenset({"ParamValidationError"})
 
 
 def describe_error(exc: BaseException) -> str:
@@ -203,19 +285,35 @@ def describe_error(exc: BaseException) -> str:
     return loggable_text(f"{type(exc).__name__}: {exc}")
 
 
-def _log_failures(
-    rows: list[OutboxRow], failed: dict[int, tuple[int, str]], via: str
-) -> None:
-    """One ``outbox_send_failed`` line for a pass: count, job ids, errors, back-off."""
-    failing = [r for r in rows if r.id in failed]
-    errors = sorted({failed[r.id][1] for r in failing})
-    log.warning(
-        "outbox_send_failed",
-        via=via,
-        count=len(failing),
-        job_ids=[loggable_text(r.job_id) for r in failing[:20]],
-        error=loggable_text("; ".join(errors)),
-        retry_in_seconds=min(
-            _outbox_rows.backoff_seconds(failed[r.id][0] + 1) for r in failing
-        ),
-    )
+def _log_failures(rows: list[OutboxRow], report: SendReport, via: str) -> None:
+    """``outbox_send_failed`` for the rows backing off, ``outbox_row_parked`` for
+    those parked: count, job ids, errors (one line each per pass)."""
+    failed, parked = report.failed, set(report.parked)
+    retrying = [r for r in rows if r.id in failed and r.id not in parked]
+    if retrying:
+        log.warning(
+            "outbox_send_failed",
+            via=via,
+            count=len(retrying),
+            job_ids=[loggable_text(r.job_id) for r in retrying[:20]],
+            error=_errors(retrying, failed),
+            retry_in_seconds=min(
+                _outbox_rows.backoff_seconds(failed[r.id][0] + 1) for r in retrying
+            ),
+        )
+    gone = [r for r in rows if r.id in parked]
+    if gone:
+        log.error(
+            "outbox_row_parked",
+            via=via,
+            count=len(gone),
+            job_ids=[loggable_text(r.job_id) for r in gone[:20]],
+            row_ids=[r.id for r in gone[:20]],
+            attempts=max(failed[r.id][0] + 1 for r in gone),
+            error=_errors(gone, failed),
+            next="flask sqs-jobs outbox list --parked",
+        )
+
+
+def _errors(rows: list[OutboxRow], failed: dict[int, tuple[int, str]]) -> str:
+    return loggable_text("; ".join(sorted({failed[r.id][1] for r in rows})))

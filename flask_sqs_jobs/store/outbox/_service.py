@@ -23,9 +23,12 @@ _METRICS_CACHE_SECONDS = 1.0
 
 
 def outbox_relay_services(
-    store: JobStore | None, group: QueueGroup
+    store: JobStore | None, group: QueueGroup, *, max_attempts: int | None = None
 ) -> list[WorkerService]:
-    """The outbox relay, with a SQLAlchemy store."""
+    """The outbox relay, with a SQLAlchemy store.
+
+    :param max_attempts: ``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``.
+    """
     sql_store = _sql_store(store)
     if sql_store is None:
         return []
@@ -34,11 +37,12 @@ def outbox_relay_services(
     # A worker process forked by the supervisor must not share its parent's
     # pooled connections (SQLAlchemy's advice for forks).
     sql_store.engine.dispose(close=False)
-    return [OutboxRelay(sql_store.engine, group)]
+    return [OutboxRelay(sql_store.engine, group, max_attempts=max_attempts)]
 
 
 def bind_outbox_metrics(metrics: PrometheusMetrics, store: JobStore | None) -> None:
-    """Add ``sqs_jobs_outbox_pending`` and ``sqs_jobs_outbox_oldest_age_seconds``.
+    """Add ``sqs_jobs_outbox_pending``, ``sqs_jobs_outbox_oldest_age_seconds``
+    and ``sqs_jobs_outbox_parked``.
 
     Read from the store at scrape time (at most once a second); NaN while the
     database cannot be read.
@@ -59,12 +63,20 @@ def bind_outbox_metrics(metrics: PrometheusMetrics, store: JobStore | None) -> N
         "Age of the oldest job in the outbox (0 when it is empty).",
         registry=metrics.registry,
     )
+    parked = prometheus_client.Gauge(
+        "sqs_jobs_outbox_parked",
+        "Jobs parked in the outbox: no longer sent until retried"
+        " (flask sqs-jobs outbox list --parked).",
+        registry=metrics.registry,
+    )
     pending.set_function(lambda: reading.get()[0])
     oldest.set_function(lambda: reading.get()[1])
+    parked.set_function(lambda: reading.get()[2])
 
 
 class _OutboxReading:
-    """The outbox's pending count and oldest age, read at most once a second.
+    """The outbox's pending count, oldest age and parked count, read at most
+    once a second.
 
     Contract: :meth:`get` is called by the Prometheus registry's collection,
     from whichever thread serves the scrape; its lock serialises the reads,
@@ -75,11 +87,11 @@ class _OutboxReading:
         self._engine = store.engine
         self._lock = threading.Lock()
         self._at = -math.inf
-        self._value = (math.nan, math.nan)
+        self._value = (math.nan, math.nan, math.nan)
 
-    def get(self) -> tuple[float, float]:
-        """``(pending, oldest age in seconds)``; NaNs while the database fails."""
-        from . import _rows as _outbox_rows
+    def get(self) -> tuple[float, float, float]:
+        """``(pending, oldest age in seconds, parked)``; NaNs while the store fails."""
+        from ._parking import status
         from ._send import describe_error
 
         with self._lock:
@@ -87,14 +99,15 @@ class _OutboxReading:
                 return self._value
             try:
                 with self._engine.connect() as connection:
-                    queues = _outbox_rows.status(connection)
+                    queues = status(connection)
             except Exception as exc:
                 log.warning("outbox_metrics_failed", error=describe_error(exc))
-                self._value = (math.nan, math.nan)
+                self._value = (math.nan, math.nan, math.nan)
             else:
                 self._value = (
                     float(sum(q.pending for q in queues)),
                     max((q.oldest_age_seconds for q in queues), default=0.0),
+                    float(sum(q.parked for q in queues)),
                 )
             self._at = time.monotonic()
             return self._value

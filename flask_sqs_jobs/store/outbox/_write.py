@@ -69,14 +69,22 @@ def _submit(written: list[_Written]) -> None:
 send_after_commit: AfterCommit[_Written] = AfterCommit("outbox", _submit)
 
 
-def send_through(group: QueueGroup, engine: sa.Engine) -> None:
+def send_through(
+    group: QueueGroup,
+    engine: sa.Engine,
+    *,
+    max_attempts: int = _outbox_rows.DEFAULT_MAX_ATTEMPTS,
+) -> None:
     """Send ``group``'s rows after each commit through ``engine`` (the store's).
 
     Without it the session's own engine is used. On SQLite the store's engine
     commits without waiting for the disk (WAL, ``synchronous=NORMAL``), so the
     deletes after each send hold the database's write lock only briefly.
+    ``max_attempts`` (``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``): the failed sends
+    after which a row is parked.
     """
     _store_engines[group] = engine
+    _outbox_rows.set_max_attempts(group, max_attempts)
 
 
 def add_to_outbox(

@@ -118,15 +118,35 @@ class SQLAlchemyStore(JobStore):
         """Create the ``sqs_jobs_`` tables that are missing; keep the others.
 
         Run by ``flask sqs-jobs store init``; returns one line per table. It
-        never alters an existing table: schema changes go through Alembic.
+        never alters an existing table: schema changes go through Alembic (or
+        by hand), and a table made by an older version that lacks columns is
+        reported with the ``ALTER TABLE`` statements that add them.
         """
         inspector = sa.inspect(self.engine)
         existing = set(inspector.get_table_names())
         self.metadata.create_all(self.engine, checkfirst=True)
-        return [
-            f"{name}: {'exists, unchanged' if name in existing else 'created'}"
-            for name in self.metadata.tables
-        ]
+        lines: list[str] = []
+        for name, table in self.metadata.tables.items():
+            if name not in existing:
+                lines.append(f"{name}: created")
+                continue
+            have = {column["name"] for column in inspector.get_columns(name)}
+            missing = [column for column in table.columns if column.name not in have]
+            if not missing:
+                lines.append(f"{name}: exists, unchanged")
+                continue
+            dialect = self.engine.dialect
+            statements = "; ".join(
+                f"ALTER TABLE {name} ADD COLUMN {column.name}"
+                f" {column.type.compile(dialect)}"
+                for column in missing
+            )
+            lines.append(
+                f"{name}: exists, unchanged, but lacks"
+                f" {', '.join(c.name for c in missing)} (made by an older version):"
+                f" add them with {statements}"
+            )
+        return lines
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
         """The ``sqs_jobs_jobs`` table (pruned by the workers, not by TTL).

@@ -79,6 +79,13 @@ outbox = sa.Table(
     #: A debounced job's key: one row per key, its send time moved by each
     #: enqueue (``debounce=``); NULL for every other row.
     sa.Column("debounce_key", sa.String(255), nullable=True),
+    #: When the row was parked (too many failed sends, unreadable, or by
+    #: hand): the relay no longer sends it; its ``available_at`` is then
+    #: ``PARKED_UNTIL``, so the claim's index range never reaches it.
+    sa.Column("parked_at", UTCDateTime(), nullable=True),
+    #: Until when the send after commit holds the row on SQLite (no row locks):
+    #: ``outbox relay --once`` leaves such a row alone too.
+    sa.Column("leased_until", UTCDateTime(), nullable=True),
     sa.Index("sqs_jobs_outbox_available_at", "available_at", "id"),
     sa.Index("sqs_jobs_outbox_debounce_key", "debounce_key", unique=True),
     #: FIFO order: the relay looks up the earlier rows of a message group.
