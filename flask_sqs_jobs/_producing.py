@@ -49,6 +49,8 @@ class Producing:
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
         max_runtime_seconds: float | None = None,
+        expires_in: float | None = None,
+        expires_at: datetime.datetime | None = None,
         session: t.Any = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
@@ -78,6 +80,8 @@ class Producing:
                 "run_at": run_at,
                 "job_id": job_id,
                 "max_runtime_seconds": max_runtime_seconds,
+                "expires_in": expires_in,
+                "expires_at": expires_at,
             }
             return enqueue_in_session(
                 t.cast("JobsFacade", self), session, queue, job_type, payload, options
@@ -95,6 +99,8 @@ class Producing:
             run_at=run_at,
             job_id=job_id,
             max_runtime_seconds=max_runtime_seconds,
+            expires_in=expires_in,
+            expires_at=expires_at,
         )
 
     def enqueue_many(

@@ -73,6 +73,8 @@ class EnqueueOptions:
     message_deduplication_id: str | None = None
     correlation_fields: JSONObject | None = None
     max_runtime_seconds: float | None = None
+    expires_in: float | None = None
+    expires_at: datetime.datetime | None = None
     session: t.Any = None
 
     def sent(self) -> dict[str, t.Any]:
@@ -177,6 +179,8 @@ class Sender(t.Generic[P, R]):
         message_deduplication_id: str | None = None,
         correlation_fields: JSONObject | None = None,
         max_runtime_seconds: float | None = None,
+        expires_in: float | None = None,
+        expires_at: datetime.datetime | None = None,
         session: t.Any = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
@@ -194,6 +198,8 @@ class Sender(t.Generic[P, R]):
             "message_deduplication_id": message_deduplication_id,
             "correlation_fields": correlation_fields,
             "max_runtime_seconds": max_runtime_seconds,
+            "expires_in": expires_in,
+            "expires_at": expires_at,
             "session": session,
         }
         changes = {name: value for name, value in given.items() if value is not None}

@@ -24,6 +24,7 @@ from ..engine.model import JobMiddleware
 from ..engine.producing import eager_queues
 from ..engine.producing import EagerSink
 from ..engine.sqs import S3Client
+from ..store.model import Cancellations
 from ..store.model import JobStore
 from ._make import eager_store_options
 from ._make import make_large_payloads
@@ -118,6 +119,16 @@ class AppParts:
             raise RuntimeError(NEEDS_A_STORE)
         return self.store
 
+    def cancellations(self) -> Cancellations | None:
+        """The store's tombstones when jobs can be cancelled (a store keeping
+        job records: ``jobs.cancel`` cancels only jobs it knows)."""
+        if self.store is None or not self.config.record_jobs:
+            return None
+        try:
+            return self.store.cancellations()
+        except NotImplementedError:
+            return None
+
     def outbox_store(self) -> SQLAlchemyStore:
         """The job store, if it can hold the outbox.
 
@@ -175,6 +186,7 @@ class AppParts:
             shutdown_timeout=shutdown_timeout,
             hooks=hooks,
             **worker_store_options(self.store, self.handlers),
+            cancellations=self.cancellations(),
         )
 
 

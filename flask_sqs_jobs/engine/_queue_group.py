@@ -97,6 +97,8 @@ class QueueGroup(NamedQueues):
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
         max_runtime_seconds: float | None = None,
+        expires_in: float | None = None,
+        expires_at: datetime.datetime | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -126,6 +128,8 @@ class QueueGroup(NamedQueues):
                 "run_at": run_at,
                 "job_id": job_id,
                 "max_runtime_seconds": max_runtime_seconds,
+                "expires_in": expires_in,
+                "expires_at": expires_at,
             },
         )
 

@@ -57,6 +57,7 @@ from ._job_runtime import Renewal
 from ._job_session import JobSession
 from ._job_session import SessionFactory
 from ._limits import check_job_runtime
+from ._limits import check_worker_options
 from ._limits import DEFAULT_MAX_MESSAGE_SIZE
 from ._limits import is_finite_number
 from ._limits import job_runtime_problem
@@ -166,6 +167,7 @@ __all__ = [
     "check_idempotency",
     "check_job_id",
     "check_job_runtime",
+    "check_worker_options",
     "check_single_trace_injector",
     "close_thread_loop",
     "compose_consume",

@@ -58,6 +58,12 @@ class Job:
     abort_requested: threading.Event = dataclasses.field(
         default_factory=threading.Event, repr=False, compare=False
     )
+    #: Set when the job was cancelled (``jobs.cancel``) while it ran, within
+    #: one heartbeat; ``abort_requested`` is set with it. Use
+    #: :meth:`request_cancel` to set both.
+    cancel_requested: threading.Event = dataclasses.field(
+        default_factory=threading.Event, repr=False, compare=False
+    )
     #: How many attempts the job gets: the smaller of its handler's
     #: ``Retry.max_attempts`` and the queue's ``maxReceiveCount``; None when
     #: neither limits it (consumer side).
@@ -66,6 +72,11 @@ class Job:
     #: enqueue, from the body on the consumer side), or None. It only ever
     #: shortens the handler's and queue's limit.
     max_runtime_seconds: float | None = None
+
+    def request_cancel(self) -> None:
+        """Ask the job to stop: set ``cancel_requested`` and ``abort_requested``."""
+        self.cancel_requested.set()
+        self.abort_requested.set()
 
     @property
     def attempt(self) -> int | None:

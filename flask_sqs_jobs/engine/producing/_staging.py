@@ -99,6 +99,7 @@ def _send_params(
         job.job_id,
         payload_json=payload_json,
         max_runtime_seconds=options.max_runtime_seconds,
+        expires_at=options.expires_at,
     )
     attributes, dropped = build_attributes(
         job.correlation_fields,

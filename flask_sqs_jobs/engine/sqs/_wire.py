@@ -1,8 +1,8 @@
 """The wire format: message bodies and attributes, and the SQS quotas they obey.
 
 A job travels as a JSON body ``{"job_type": "...", "payload": {...}, "job_id":
-"..."}`` (plus an optional ``run_at`` for deferral and ``max_runtime_seconds``
-for the job's own runtime limit), one String attribute
+"..."}`` (plus an optional ``run_at`` for deferral, ``max_runtime_seconds``
+for the job's own runtime limit and ``expires_at``), one String attribute
 ``correlation_fields`` holding a JSON object, and one String attribute per
 trace header. Any language may produce it; ``docs/wire-format.md`` is the reference.
 
@@ -38,6 +38,8 @@ DEAD_LETTER_ATTRIBUTE = "dead_letter"
 SCHEDULED_FOR = "scheduled_for"
 #: The body key of a job's own runtime limit, in seconds.
 MAX_RUNTIME = "max_runtime_seconds"
+#: The body key of the time after which a job is deleted unrun (ISO 8601, UTC).
+EXPIRES_AT = "expires_at"
 #: Every message's String attribute naming its job type (for consoles and filters).
 JOB_TYPE_ATTRIBUTE = "job_type"
 _RESERVED_ATTRIBUTES = frozenset(
@@ -108,6 +110,7 @@ def encode_body(
     *,
     payload_json: str | None = None,
     max_runtime_seconds: float | None = None,
+    expires_at: dt.datetime | None = None,
 ) -> str:
     """Return the message body for a job.
 
@@ -120,6 +123,8 @@ def encode_body(
         joined = _join_body(job_type, payload_json, run_at, job_id)
         if joined is not None and max_runtime_seconds is not None:
             joined = f'{joined[:-1]},"{MAX_RUNTIME}":{float(max_runtime_seconds)!r}}}'
+        if joined is not None and expires_at is not None:
+            joined = f'{joined[:-1]},"{EXPIRES_AT}":"{format_utc(expires_at)}"}}'
         if joined is not None:
             return joined
     body: JSONObject = {"job_type": job_type, "payload": payload}
@@ -129,6 +134,8 @@ def encode_body(
         body["run_at"] = format_utc(run_at)
     if max_runtime_seconds is not None:
         body[MAX_RUNTIME] = float(max_runtime_seconds)
+    if expires_at is not None:
+        body[EXPIRES_AT] = format_utc(expires_at)
     return dump_json(body)
 
 
@@ -229,6 +236,8 @@ class DecodedBody:
     scheduled_for: object = None
     #: The ``max_runtime_seconds`` value as sent (any JSON value, unchecked), or None.
     max_runtime_seconds: object = None
+    #: The ``expires_at`` value as sent (any JSON value, unchecked), or None.
+    expires_at: object = None
 
 
 #: Why a body is not a job, as :func:`decode_body` says it, and the short code
@@ -279,6 +288,7 @@ def decode_body(body: object) -> DecodedBody | str:
         data.get("job_id"),
         data.get(SCHEDULED_FOR),
         data.get(MAX_RUNTIME),
+        data.get(EXPIRES_AT),
     )
 
 

@@ -16,6 +16,8 @@ import typing as t
 
 import structlog
 
+from ..flow import CancelWatch
+from ..flow import Tombstones
 from ..model import as_multi
 from ..model import call_handler
 from ..model import compose_consume
@@ -47,6 +49,7 @@ from ..sqs import Pointer
 from ..sqs import scheduled_for
 from ._delivery import Delivery
 from ._delivery import due_time
+from ._delivery import expired_at
 from ._delivery import received_runtime
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
@@ -78,6 +81,7 @@ class JobRunner:
     :param hooks: the worker's hooks (a failing one is reported to all).
     :param guard: the job's session and idempotency key around the handler;
         by default no store (no sessions, no idempotent handlers).
+    :param tombstones: the store's cancellations; None: no job is cancelled.
     """
 
     def __init__(
@@ -87,6 +91,7 @@ class JobRunner:
         heartbeat: Heartbeat,
         hooks: Hooks,
         guard: JobGuard | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self.handlers = handlers
         #: What the worker counts; the settler counts into the same.
@@ -96,6 +101,11 @@ class JobRunner:
         self._hooks = as_multi(hooks)
         self._guard = guard or JobGuard()
         self._records_progress = overrides(self._hooks, "job_progress")
+        self._cancels = None
+        if tombstones is not None:
+            self._cancels = CancelWatch(
+                tombstones, lambda e: report_error(self._hooks, None, e, "store")
+            )
 
     def run(self, delivery: Delivery) -> Ran:
         """Run phase one; never raises ``Exception``.
@@ -143,8 +153,9 @@ class JobRunner:
         """Decode ``body`` and run the job it holds, if it is one of ours now.
 
         A body that is no job is malformed; a job type without a handler is
-        unknown; a job whose ``run_at`` is ahead is deferred (received, but
-        not started); any other job runs its handler.
+        unknown; a job past its ``expires_at``, or cancelled, is deleted
+        unrun; a job whose ``run_at`` is ahead is deferred (received, but not
+        started); any other job runs its handler.
         """
         decoded = body if isinstance(body, DecodedBody) else decode_body(body)
         if isinstance(decoded, str):
@@ -170,17 +181,21 @@ class JobRunner:
         redrive = delivery.queue.redrive_policy()
         receives = None if redrive is None else redrive[1]
         job.max_attempts = max_attempts(handler.retry, receives)
-        run_at = due_time(decoded, delivery)
-        if run_at is not None:
+        expires_at = expired_at(decoded)
+        unrun = Kind.EXPIRED if expires_at is not None else None
+        if unrun is None and self._cancels is not None and self._cancels.arrived(job):
+            unrun = Kind.CANCELLED
+        run_at = None if unrun is not None else due_time(decoded, delivery)
+        if unrun is not None or run_at is not None:
             handled = self._enter_job_context(job, scope)
             return Ran(
                 delivery,
-                Kind.DEFERRED,
+                unrun or Kind.DEFERRED,
                 scope,
                 started,
                 job,
                 handled or RETURNED,
-                run_at=run_at,
+                run_at=run_at or expires_at,
                 pointer=pointer,
             )
         handled, retry = self._run_handler(job, scope, delivery, handler)
@@ -275,15 +290,21 @@ class JobRunner:
         def report(error: BaseException) -> None:
             report_error(self._hooks, job.queue, error, "store")
 
+        cancels = self._cancels
         try:
-            handled = self._guard.run(
-                job,
-                delivery,
-                runtime,
-                handler,
-                lambda: self._call(job, delivery, handler),
-                report,
-            )
+            with (
+                contextlib.nullcontext()
+                if cancels is None
+                else cancels.watching(job, lease.interval)
+            ):
+                handled = self._guard.run(
+                    job,
+                    delivery,
+                    runtime,
+                    handler,
+                    lambda: self._call(job, delivery, handler),
+                    report,
+                )
         except BaseException as error:
             # SystemExit or KeyboardInterrupt from the handler: the message
             # is left for redelivery and the error goes on up.

@@ -39,6 +39,8 @@ STATUS_OF_OUTCOME = {
     "dead_lettered": r.DEAD_LETTERED,
     "deferred": r.DEFERRED,
     "duplicate": r.DUPLICATE,
+    "expired": r.EXPIRED,
+    "cancelled": r.CANCELLED,
     "heartbeat_failed": r.RETRYING,
     "delete_failed": r.RETRYING,
 }

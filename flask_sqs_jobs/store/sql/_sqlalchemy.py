@@ -23,6 +23,7 @@ from ._idempotency import SQLIdempotencyKeys
 if t.TYPE_CHECKING:
     from ..model import JobRecords
     from ..model import WorkerRegistry
+    from ._cancellations import SQLCancellations
     from ._ticks import SQLScheduleTicks
 
 #: How long SQLite waits for another writer's lock before failing (ms).
@@ -108,6 +109,12 @@ class SQLAlchemyStore(JobStore):
     def idempotency_keys(self) -> SQLIdempotencyKeys:
         """The ``sqs_jobs_idempotency`` table, for idempotent handlers."""
         return SQLIdempotencyKeys(lambda: self.engine)
+
+    def cancellations(self) -> SQLCancellations:
+        """The ``sqs_jobs_cancellations`` table: tombstones of cancelled jobs."""
+        from ._cancellations import SQLCancellations
+
+        return SQLCancellations(lambda: self.engine)
 
     def create_tables(self) -> list[str]:
         """Create the ``sqs_jobs_`` tables that are missing; keep the others.
