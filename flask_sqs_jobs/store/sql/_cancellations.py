@@ -1,8 +1,9 @@
 """Tombstones of cancelled jobs in ``sqs_jobs_cancellations`` (SQLite, PostgreSQL).
 
-A cancel is one ``INSERT ... ON CONFLICT DO NOTHING``: two racing cancels of
-one job write one row. Workers read tombstones with one ``SELECT ... WHERE
-job_id IN (...)`` per call. Each cancel first deletes the tombstones older
+A cancel is one ``INSERT ... ON CONFLICT DO NOTHING RETURNING``: two racing
+cancels of one job write one row, and only the one that wrote it gets it
+back. Workers read tombstones with one ``SELECT ... WHERE job_id IN (...)``
+per call. Each cancel first deletes the tombstones older
 than the retention, so the table holds only those a message may still need.
 """
 
@@ -47,14 +48,15 @@ class SQLCancellations:
             insert(cancellations)
             .values(job_id=job_id, cancelled_at=now)
             .on_conflict_do_nothing(index_elements=["job_id"])
+            .returning(cancellations.c.job_id)
         )
         stale = now - dt.timedelta(seconds=TOMBSTONE_RETENTION_SECONDS)
         with engine.begin() as connection:
             connection.execute(
                 sa.delete(cancellations).where(cancellations.c.cancelled_at < stale)
             )
-            written = connection.execute(statement).rowcount
-        return bool(written)
+            written = connection.execute(statement).first()
+        return written is not None
 
     def cancelled(self, job_ids: cabc.Collection[str]) -> set[str]:
         """The ids among ``job_ids`` that have a tombstone."""
