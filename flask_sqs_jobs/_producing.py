@@ -51,6 +51,7 @@ class Producing:
         max_runtime_seconds: float | None = None,
         expires_in: float | None = None,
         expires_at: datetime.datetime | None = None,
+        priority: int | None = None,
         session: t.Any = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
@@ -82,6 +83,7 @@ class Producing:
                 "max_runtime_seconds": max_runtime_seconds,
                 "expires_in": expires_in,
                 "expires_at": expires_at,
+                "priority": priority,
             }
             return enqueue_in_session(
                 t.cast("JobsFacade", self), session, queue, job_type, payload, options
@@ -101,6 +103,7 @@ class Producing:
             max_runtime_seconds=max_runtime_seconds,
             expires_in=expires_in,
             expires_at=expires_at,
+            priority=priority,
         )
 
     def enqueue_many(

@@ -75,6 +75,7 @@ class EnqueueOptions:
     max_runtime_seconds: float | None = None
     expires_in: float | None = None
     expires_at: datetime.datetime | None = None
+    priority: int | None = None
     session: t.Any = None
 
     def sent(self) -> dict[str, t.Any]:
@@ -181,6 +182,7 @@ class Sender(t.Generic[P, R]):
         max_runtime_seconds: float | None = None,
         expires_in: float | None = None,
         expires_at: datetime.datetime | None = None,
+        priority: int | None = None,
         session: t.Any = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
@@ -200,6 +202,7 @@ class Sender(t.Generic[P, R]):
             "max_runtime_seconds": max_runtime_seconds,
             "expires_in": expires_in,
             "expires_at": expires_at,
+            "priority": priority,
             "session": session,
         }
         changes = {name: value for name, value in given.items() if value is not None}

@@ -100,7 +100,7 @@ def stats_command(as_json: bool) -> None:
     parts = current_parts()
     report = []
     with sqs_errors(parts):
-        for name in parts.config.queues:
+        for name in parts.config.definitions:  # each priority level too
             queue = queue_named(parts, name)
             entry: dict[str, t.Any] = {
                 "queue": name,

@@ -23,6 +23,7 @@ from ..engine.model import JobHandler
 from ..engine.model import JobMiddleware
 from ..engine.producing import eager_queues
 from ..engine.producing import EagerSink
+from ..engine.sqs import priority_levels
 from ..engine.sqs import S3Client
 from ..store.model import Cancellations
 from ..store.model import JobStore
@@ -95,11 +96,13 @@ class AppParts:
                 hooks=self.hooks,
                 **eager_store_options(self.store, self.handlers),
             )
-            return QueueGroup(
+            group = QueueGroup(
                 eager_queues(config.definitions, sink),
                 middleware=self.middleware,
                 hooks=self.hooks,
             )
+            group.priority_levels = priority_levels(config.definitions.values())
+            return group
         return QueueGroup.build(
             boto_client=client,
             queues=config.definitions,

@@ -14,6 +14,7 @@ from .model import QueueNotFoundError
 from .sqs import LargePayloads
 from .sqs import NamedQueues
 from .sqs import parse_queue_definitions
+from .sqs import priority_levels
 from .sqs import QueueDefinition
 from .sqs import SqsQueue
 
@@ -79,7 +80,9 @@ class QueueGroup(NamedQueues):
                     raise QueueNotFoundError(exc.queue_name, logical_name=name) from exc
             resolved[name] = queue
         weights = {name: d.weight for name, d in definitions.items()}
-        return cls._of(resolved, weights, tuple(middleware), hooks or Hooks())
+        group = cls._of(resolved, weights, tuple(middleware), hooks or Hooks())
+        group.priority_levels = priority_levels(definitions.values())
+        return group
 
     # -- producing --
 
@@ -99,6 +102,7 @@ class QueueGroup(NamedQueues):
         max_runtime_seconds: float | None = None,
         expires_in: float | None = None,
         expires_at: datetime.datetime | None = None,
+        priority: int | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -130,6 +134,7 @@ class QueueGroup(NamedQueues):
                 "max_runtime_seconds": max_runtime_seconds,
                 "expires_in": expires_in,
                 "expires_at": expires_at,
+                "priority": priority,
             },
         )
 

@@ -60,6 +60,7 @@ from ._limits import check_job_runtime
 from ._limits import check_worker_options
 from ._limits import DEFAULT_MAX_MESSAGE_SIZE
 from ._limits import is_finite_number
+from ._limits import is_int_in
 from ._limits import job_runtime_problem
 from ._limits import MAX_BATCH_ENTRIES
 from ._limits import MAX_DEFERRAL_SECONDS
@@ -176,6 +177,7 @@ __all__ = [
     "current_job",
     "escape",
     "is_finite_number",
+    "is_int_in",
     "is_job_id",
     "job_runtime_problem",
     "judge",

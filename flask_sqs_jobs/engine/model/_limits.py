@@ -107,15 +107,18 @@ def runtime_limit(
     return limit if job_limit is None else min(limit, job_limit)
 
 
+def is_int_in(value: object, low: int, high: int) -> t.TypeGuard[int]:
+    """Whether ``value`` is an int (a bool is not) from ``low`` to ``high``."""
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    )
+
+
 def check_worker_options(
     idle_wait_seconds: object, concurrency: object, shutdown_timeout: object
 ) -> None:
     """Refuse a worker's options that are wrong, saying what to pass instead."""
-    if (
-        isinstance(idle_wait_seconds, bool)
-        or not isinstance(idle_wait_seconds, int)
-        or not 0 <= idle_wait_seconds <= MAX_WAIT_SECONDS
-    ):
+    if not is_int_in(idle_wait_seconds, 0, MAX_WAIT_SECONDS):
         raise ValueError(
             f"idle_wait_seconds must be an int 0..{MAX_WAIT_SECONDS} (the SQS"
             f" long-poll maximum); got {idle_wait_seconds!r}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._definitions import add_name_prefix
 from ._definitions import parse_queue_definitions
+from ._definitions import priority_levels
 from ._definitions import QueueDefinition
 from ._errors import aws_error_code
 from ._errors import call_error
@@ -35,6 +36,9 @@ from ._offloading import discard_unsent
 from ._offloading import offload_entries
 from ._offloading import send
 from ._offloading import warn_prefix_only
+from ._priorities import level_name
+from ._priorities import MAX_PRIORITY_LEVELS
+from ._priorities import priority_queue
 from ._queue import SqsQueue
 from ._result_json import read_result
 from ._result_json import result_json
@@ -103,6 +107,10 @@ __all__ = [
     "offloaded_size",
     "parse_queue_definitions",
     "parse_run_at",
+    "level_name",
+    "MAX_PRIORITY_LEVELS",
+    "priority_levels",
+    "priority_queue",
     "scheduled_for",
     "send",
     "string_attribute",
