@@ -79,6 +79,7 @@ def test_a_job_cancelled_before_it_arrives_is_deleted_unrun(
     assert record is not None
     assert record.status == "cancelled"
     assert record.finished_at is not None
+    assert record.started_at is None  # it never started
     assert jobs.cancel("report-1") is False  # finished now
 
 

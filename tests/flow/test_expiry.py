@@ -64,6 +64,7 @@ def test_a_job_received_after_it_expired_is_deleted_unrun_with_a_record(
     assert record is not None
     assert record.status == "expired"
     assert record.finished_at is not None
+    assert record.started_at is None
     [line] = [e for e in log_events if e["event"] == "job_finished"]
     assert line["outcome"] == "expired"
     assert line["log_level"] == "warning"

@@ -103,6 +103,7 @@ def test_a_running_job_sees_its_cancellation_and_ends_cancelled(
                 15,
                 worker.output,
             )
+            assert jobs.get_job("report-7").started_at is not None  # it ran
             assert jobs.cancel("report-7") is False  # finished: nothing to cancel
         assert message_count(make_client(sqs_endpoint), url) == 0
     finally:
