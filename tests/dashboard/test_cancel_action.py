@@ -1,4 +1,4 @@
-"""Cancelling a job from its page: a confirmed, CSRF-protected action."""
+"""A job cancelled from its page (confirmed, CSRF-protected); priority levels listed."""
 
 from __future__ import annotations
 
@@ -89,3 +89,25 @@ def test_a_finished_or_unknown_job_is_not_cancelled(app: Flask) -> None:
         )
         assert 'id="not-cancelled"' in answer.get_data(as_text=True)
     assert not _tombstoned(app)
+
+
+def test_the_queues_page_shows_each_priority_level(
+    make_dashboard_app: MakeDashboardApp, sqs: SQSClient
+) -> None:
+    from tests.support import create_queue
+
+    for level in range(2):
+        create_queue(sqs, f"dash-reports-p{level}")
+    app = make_dashboard_app(
+        config={
+            "SQS_JOBS_QUEUES": {
+                "default": {"name": "dash-default"},
+                "reports": {"name": "dash-reports", "priority_levels": 2},
+            }
+        }
+    )
+    with app.app_context():
+        app.extensions["sqs_jobs"].enqueue("reports", "build", {}, priority=0)
+    data = app.test_client().get("/jobs/", headers={"Accept": "application/json"})
+    counts = {q["queue"]: q["visible"] for q in data.get_json()["queues"]}
+    assert counts == {"default": 0, "reports-p0": 1, "reports-p1": 0}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 import typing as t
 
 import pytest
@@ -81,6 +82,25 @@ def test_a_job_cancelled_before_it_arrives_is_deleted_unrun(
     assert record.finished_at is not None
     assert record.started_at is None  # it never started
     assert jobs.cancel("report-1") is False  # finished now
+
+
+def test_a_delayed_job_cancelled_is_deleted_when_its_delay_ends(
+    app: Flask, sqs: SQSClient, queue_urls: dict[str, str]
+) -> None:
+    jobs = _jobs(app)
+    ran: list[Payload] = []
+    jobs.handler("report")(ran.append)
+    jobs.enqueue("default", "report", {}, job_id="delayed-1", delay_seconds=2)
+    assert jobs.cancel("delayed-1") is True
+
+    finished: list[t.Any] = []
+    deadline = time.monotonic() + 30
+    while not finished:  # the delay ends, then the job arrives
+        assert time.monotonic() < deadline, "the delayed job never arrived"
+        finished = work_off(app)
+    assert [f.outcome for f in finished] == ["cancelled"]
+    assert ran == []
+    assert message_count(sqs, queue_urls["default"]) == 0
 
 
 def test_a_deferred_job_cancelled_is_deleted_when_it_comes_back(

@@ -7,6 +7,7 @@ import typing as t
 
 import pytest
 from flask import Flask
+from flask_sqs_jobs import current_job
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.engine.sqs import parse_queue_definitions
 from flask_sqs_jobs.testing import work_off
@@ -139,6 +140,18 @@ def test_backlogged_levels_are_served_by_weight_and_the_lowest_drains(
 
     work_off(app, queues=["reports"])
     assert sorted(ran) == [0] * per_level + [2] * per_level
+
+
+def test_eager_mode_runs_a_job_of_any_level(
+    make_app: MakeApp, app_config: dict[str, t.Any], jobs: SQSJobs
+) -> None:
+    app = make_app({**app_config, "SQS_JOBS_EAGER": True})
+    ran: list[str] = []
+    jobs.handler("build")(lambda payload: ran.append(current_job.queue))
+    with app.app_context():
+        jobs.enqueue("reports", "build", {}, priority=0)
+        jobs.enqueue("reports", "build", {})
+    assert ran == ["reports-p0", "reports-p1"]
 
 
 def test_stats_shows_each_level(app: Flask) -> None:
