@@ -9,6 +9,7 @@ import typing as t
 
 import pytest
 from flask import Flask
+from flask_sqs_jobs import current_job
 from flask_sqs_jobs import signals
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.store import JobStore
@@ -17,6 +18,7 @@ from flask_sqs_jobs.testing import work_off
 from tests.records.conftest import dynamodb_endpoint as dynamodb_endpoint
 from tests.records.conftest import dynamodb_store as dynamodb_store
 from tests.records.conftest import store as store
+from tests.support import create_queue
 from tests.support import message_count
 
 if t.TYPE_CHECKING:
@@ -136,6 +138,42 @@ def test_a_deferred_job_cancelled_is_deleted_when_it_comes_back(
     record = jobs.get_job("later-1")
     assert record is not None
     assert record.status == "cancelled"
+
+
+def test_a_running_job_that_raises_once_cancelled_ends_cancelled_not_retried(
+    store: JobStore,
+    app_config: dict[str, t.Any],
+    sqs: SQSClient,
+) -> None:
+    # A visibility timeout of 3 s: the running jobs' tombstones are read every 1 s.
+    url = create_queue(sqs, "app-quick", visibility_timeout=3)
+    queues = {**app_config["SQS_JOBS_QUEUES"], "quick": {"name": "app-quick"}}
+    jobs = SQSJobs(store=store)
+    app = Flask(__name__)
+    app.config.update({**app_config, "SQS_JOBS_QUEUES": queues})
+    jobs.init_app(app)
+    seen: list[bool] = []
+
+    @jobs.handler("step")
+    def step(payload: Payload) -> None:
+        assert jobs.cancel(current_job.job_id or "") is True  # e.g. from a web request
+        seen.append(current_job.cancel_requested.wait(30))
+        seen.append(current_job.abort_requested.is_set())
+        raise RuntimeError("stopped half way")
+
+    with app.app_context():
+        jobs.enqueue("quick", "step", {}, job_id="step-1")
+        [finished] = work_off(app, queues=["quick"])
+        record = jobs.get_job("step-1")
+
+    assert seen == [True, True]
+    assert finished.outcome == "cancelled"
+    assert not finished.will_retry
+    assert message_count(sqs, url) == 0
+    assert record is not None
+    assert record.status == "cancelled"
+    assert record.started_at is not None
+    assert record.error == "RuntimeError: stopped half way"
 
 
 def test_cancel_is_false_for_an_unknown_or_a_finished_job(app: Flask) -> None:
