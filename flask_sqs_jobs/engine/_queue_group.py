@@ -113,7 +113,11 @@ class QueueGroup(NamedQueues):
         travels in the body and is on the :class:`Job` middleware, hooks and
         handlers see. ``max_runtime_seconds`` (above 0, at most 12 hours)
         is the job's own runtime limit: the worker stops it at the smaller of
-        that and its handler's (else its queue's) limit.
+        that and its handler's (else its queue's) limit. ``expires_in``
+        (seconds) or ``expires_at`` (an aware datetime): a worker receiving the
+        job later deletes it unrun (outcome ``expired``). ``priority``: the
+        level (0 the highest) on a queue with ``priority_levels``; see
+        ``docs/flow-control.md``.
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.

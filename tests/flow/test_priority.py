@@ -159,3 +159,35 @@ def test_stats_shows_each_level(app: Flask) -> None:
     assert result.exit_code == 0, result.output
     names = [entry["queue"] for entry in json.loads(result.output)["queues"]]
     assert names == ["default", "critical", "reports-p0", "reports-p1", "reports-p2"]
+
+
+def test_the_outbox_sends_to_the_level_of_priority(
+    sqs: SQSClient, tmp_path: t.Any
+) -> None:
+    import sqlalchemy as sa
+    import sqlalchemy.orm
+    from flask_sqs_jobs.store.outbox import flush_all
+
+    for level in range(2):
+        create_queue(sqs, f"box-p{level}")
+    store_url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    app = Flask(__name__)
+    app.config.update(
+        SQS_JOBS_QUEUES={"box": {"name": "box", "priority_levels": 2}},
+        SQS_JOBS_STORE_URL=store_url,
+        SQS_JOBS_RECORD_JOBS=False,
+    )
+    jobs = SQSJobs(app, boto_client=sqs)
+    jobs.store(app).create_tables()
+    engine = sa.create_engine(store_url)
+    try:
+        with app.app_context(), sa.orm.Session(engine) as session:
+            jobs.enqueue("box", "build", {"n": 0}, priority=0, session=session)
+            jobs.enqueue("box", "build", {"n": 1}, session=session)
+            session.commit()
+            assert flush_all()
+        assert [b["payload"] for b in _on(sqs, "box-p0")] == [{"n": 0}]
+        assert [b["payload"] for b in _on(sqs, "box-p1")] == [{"n": 1}]
+    finally:
+        engine.dispose()
+        jobs.store(app).close()
