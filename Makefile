@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test lint typecheck unit fuzz demo bench docs audit clean
+.PHONY: test lint typecheck unit fuzz demo bench docs audit floors clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ typecheck: $(STAMP)
 audit: $(STAMP)
 	$(BIN)/python .ci/audit.py
 
+## make floors: the unit tier in .venv-floors, every dependency at its floor
+## (docs/security.md#dependency-floors)
+floors:
+	$(PYTHON) .ci/floors.py $(PYTEST_ARGS)
+
 ## make unit: the fast tier only (moto in-process)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not integration" $(PYTEST_ARGS)
@@ -53,13 +58,14 @@ demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
 ## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3,
-## idempotent handlers on PostgreSQL, job records and the transactional outbox
+## idempotent handlers on PostgreSQL, job records, the transactional outbox and unique jobs
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
 	$(BIN)/python -m bench.idempotency
 	$(BIN)/python -m bench.records
 	$(BIN)/python -m bench.outbox
+	$(BIN)/python -m bench.unique
 
 ## make dashboard-screenshots: the browser tier, writing docs/_static/dashboard/*.png
 dashboard-screenshots: $(STAMP)
@@ -98,4 +104,4 @@ $(MINISTACK_VENV)/.installed:
 		|| echo "MiniStack is not installed: the fault tier falls back to moto"
 
 clean:
-	rm -rf $(VENV) .venv-localstack .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-localstack .venv-floors .pytest_cache .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ from . import signals as signals
 from ._task_enqueue import EnqueuedJob
 from ._tasks import Task
 from .engine import current_job
+from .engine import DuplicateJobError
 from .engine import EnqueueBatchError
 from .engine import IdempotencyConflictError
 from .engine import Job
@@ -29,6 +30,7 @@ if t.TYPE_CHECKING:
     from ._extension import SQSJobs
 
 __all__ = [
+    "DuplicateJobError",
     "EnqueueBatchError",
     "EnqueuedJob",
     "IdempotencyConflictError",

@@ -21,6 +21,7 @@ from .config import Config
 from .config import load_config
 from .config import make_store
 from .config import NOT_INITIALISED
+from .config import with_unique_release
 from .engine import QueueGroup
 from .engine.model import HandlerFunc
 from .engine.model import Hooks
@@ -116,7 +117,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         config = load_config(app.config)
         store = self._store or make_store(config)
         hooks = with_records(
-            FlaskHooks(app),
+            with_unique_release(FlaskHooks(app), store, synchronous=config.eager),
             store,
             enabled=config.record_jobs,
             retention_seconds=config.record_retention_seconds,

@@ -73,6 +73,34 @@ def enqueue_in_session(
     return add_to_outbox(target, group, queue, job_type, payload, **options)
 
 
+def enqueue_debounced(
+    jobs: JobsFacade,
+    session: t.Any,
+    queue: str,
+    job_type: str,
+    payload: JSONObject | None,
+    options: dict[str, t.Any],
+) -> str:
+    """See :meth:`SQSJobs.enqueue` with ``debounce=``: an outbox row whose send
+    time each enqueue with the key moves (``store/outbox/_debounce.py``).
+
+    Without ``session`` the row is written in a transaction of its own on the
+    store's database. Eager mode runs every job at once, so there it runs the
+    job now, without debounce or key.
+    """
+    if jobs.config().eager:
+        for name in ("debounce", "unique_key", "unique_for", "unique_until"):
+            options.pop(name, None)
+        enqueue: t.Any = jobs.enqueue
+        return str(enqueue(queue, job_type, payload, session=session, **options))
+    if session is not None:
+        return enqueue_in_session(jobs, session, queue, job_type, payload, options)
+    with outbox_store(jobs).session() as own:
+        job_id = enqueue_in_session(jobs, own, queue, job_type, payload, options)
+        own.commit()
+    return job_id
+
+
 def enqueue_many_in_session(
     jobs: JobsFacade, session: t.Any, queue: str, specs: cabc.Sequence[JobSpec]
 ) -> list[str]:

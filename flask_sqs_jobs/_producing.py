@@ -53,6 +53,12 @@ class Producing:
         expires_at: datetime.datetime | None = None,
         priority: int | None = None,
         session: t.Any = None,
+        unique: bool = False,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        unique_until: str | None = None,
+        on_duplicate: str | None = None,
+        debounce: float | None = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -65,46 +71,52 @@ class Producing:
             ``db.session``) on the job store's database: the job is written
             into the outbox in its transaction, sent after the commit, and
             the job id is returned instead (see ``docs/outbox.md``).
+        :param unique: with ``unique_key``, ``unique_for``, ``unique_until``
+            and ``on_duplicate``: send nothing while another job holds the
+            key, and return that job's id (see ``docs/flow-control.md``).
+        :param debounce: with ``unique_key``: send the job that many seconds
+            after the last enqueue with the key, with the last payload
+            (through the outbox; needs a SQL store).
+        :raises DuplicateJobError: ``on_duplicate="raise"`` and the key is held.
         """
         state = self.parts()
         if _checks_job_types(state.config):
             check_known_job_type(job_type, self.handlers)
+        options: dict[str, t.Any] = {
+            "correlation_fields": correlation_fields,
+            "message_group_id": message_group_id,
+            "message_deduplication_id": message_deduplication_id,
+            "delay_seconds": delay_seconds,
+            "message_attributes": message_attributes,
+            "run_at": run_at,
+            "job_id": job_id,
+            "max_runtime_seconds": max_runtime_seconds,
+            "expires_in": expires_in,
+            "expires_at": expires_at,
+            "priority": priority,
+            "unique": unique,
+            "unique_key": unique_key,
+            "unique_for": unique_for,
+            "unique_until": unique_until,
+            "on_duplicate": on_duplicate,
+        }
+        if debounce is not None:
+            from ._outbox_enqueue import enqueue_debounced
+
+            options["debounce"] = debounce
+            return enqueue_debounced(
+                t.cast("JobsFacade", self), session, queue, job_type, payload, options
+            )
         if session is not None:
             from ._outbox_enqueue import enqueue_in_session
 
-            options = {
-                "correlation_fields": correlation_fields,
-                "message_group_id": message_group_id,
-                "message_deduplication_id": message_deduplication_id,
-                "delay_seconds": delay_seconds,
-                "message_attributes": message_attributes,
-                "run_at": run_at,
-                "job_id": job_id,
-                "max_runtime_seconds": max_runtime_seconds,
-                "expires_in": expires_in,
-                "expires_at": expires_at,
-                "priority": priority,
-            }
             return enqueue_in_session(
                 t.cast("JobsFacade", self), session, queue, job_type, payload, options
             )
-        fields = _with_request_id(correlation_fields, state.config.request_id_header)
-        return self.queue_group().enqueue(
-            queue,
-            job_type,
-            payload,
-            correlation_fields=fields,
-            message_group_id=message_group_id,
-            message_deduplication_id=message_deduplication_id,
-            delay_seconds=delay_seconds,
-            message_attributes=message_attributes,
-            run_at=run_at,
-            job_id=job_id,
-            max_runtime_seconds=max_runtime_seconds,
-            expires_in=expires_in,
-            expires_at=expires_at,
-            priority=priority,
+        options["correlation_fields"] = _with_request_id(
+            correlation_fields, state.config.request_id_header
         )
+        return self.queue_group().enqueue(queue, job_type, payload, **options)
 
     def enqueue_many(
         self, queue: str, jobs: cabc.Iterable[JobSpec], *, session: t.Any = None

@@ -10,6 +10,7 @@ import typing as t
 
 from .engine.model import JSONObject
 from .engine.model import new_job_id
+from .engine.unique import HolderJobId
 
 if t.TYPE_CHECKING:
     from ._jobs_facade import JobsFacade
@@ -37,12 +38,16 @@ class EnqueuedJob:
     """A job a :class:`Task` enqueued.
 
     ``message_id`` is the SQS MessageId, or None when the job went into the
-    outbox (``session=``) and is not sent yet.
+    outbox (``session=``) and is not sent yet. A unique job whose key
+    another job held comes back as that job (``duplicate`` True,
+    ``message_id`` None): nothing was sent.
     """
 
     job_id: str
     message_id: str | None
     _jobs: JobsFacade = dataclasses.field(repr=False, compare=False)
+    #: True when nothing was sent: ``job_id`` is the job holding the unique key.
+    duplicate: bool = False
 
     def record(self) -> t.Any:
         """The job's record (``jobs.get_job(job_id)``), or None if it has none.
@@ -77,6 +82,12 @@ class EnqueueOptions:
     expires_at: datetime.datetime | None = None
     priority: int | None = None
     session: t.Any = None
+    unique: bool | None = None
+    unique_key: str | None = None
+    unique_for: float | None = None
+    unique_until: str | None = None
+    on_duplicate: str | None = None
+    debounce: float | None = None
 
     def sent(self) -> dict[str, t.Any]:
         """The options for ``jobs.enqueue``, the queue and the session aside."""
@@ -104,15 +115,15 @@ class Sender(t.Generic[P, R]):
         payload = task.build_payload(args, kwargs)
         job_id = options.job_id or new_job_id()
         sent = {**options.sent(), "job_id": job_id}
-        if options.session is not None:
+        if options.session is not None or options.debounce is not None:
             # The outbox's enqueue takes session= and returns the job id.
             outbox_enqueue: t.Any = task.jobs.enqueue
             returned = outbox_enqueue(
                 options.queue, task.name, payload, session=options.session, **sent
             )
-            return EnqueuedJob(str(returned or job_id), None, task.jobs)
+            return _enqueued(task.jobs, str(returned or job_id), None, returned)
         message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
-        return EnqueuedJob(job_id, message_id, task.jobs)
+        return _enqueued(task.jobs, job_id, message_id, message_id)
 
     def enqueue_many(
         self, calls: cabc.Iterable[cabc.Mapping[str, t.Any]]
@@ -150,11 +161,16 @@ class Sender(t.Generic[P, R]):
         ids = [spec["job_id"] for spec in specs]
         if options.session is not None:
             outbox_enqueue_many: t.Any = task.jobs.enqueue_many
-            outbox_enqueue_many(options.queue, specs, session=options.session)
-            return [EnqueuedJob(job_id, None, task.jobs) for job_id in ids]
+            returned = outbox_enqueue_many(
+                options.queue, specs, session=options.session
+            )
+            return [
+                _enqueued(task.jobs, job_id, None, value)
+                for job_id, value in zip(ids, returned, strict=True)
+            ]
         message_ids = task.jobs.enqueue_many(options.queue, specs)
         return [
-            EnqueuedJob(job_id, message_id, task.jobs)
+            _enqueued(task.jobs, job_id, message_id, message_id)
             for job_id, message_id in zip(ids, message_ids, strict=True)
         ]
 
@@ -184,12 +200,20 @@ class Sender(t.Generic[P, R]):
         expires_at: datetime.datetime | None = None,
         priority: int | None = None,
         session: t.Any = None,
+        unique: bool | None = None,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        unique_until: str | None = None,
+        on_duplicate: str | None = None,
+        debounce: float | None = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
 
         The options are those of ``jobs.enqueue``; ``queue`` overrides the
         task's queue and ``session`` writes the job into the outbox in that
-        session's transaction. Options left None keep their value.
+        session's transaction. ``unique``, ``unique_key``, ``unique_for``,
+        ``unique_until``, ``on_duplicate`` and ``debounce`` are those of unique
+        jobs (``docs/flow-control.md``). Options left None keep their value.
         """
         given = {
             "queue": queue,
@@ -204,9 +228,24 @@ class Sender(t.Generic[P, R]):
             "expires_at": expires_at,
             "priority": priority,
             "session": session,
+            "unique": unique,
+            "unique_key": unique_key,
+            "unique_for": unique_for,
+            "unique_until": unique_until,
+            "on_duplicate": on_duplicate,
+            "debounce": debounce,
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))
+
+
+def _enqueued(
+    jobs: JobsFacade, job_id: str, message_id: str | None, returned: object
+) -> EnqueuedJob:
+    """The job an enqueue made; the holder when ``returned`` is a holder's id."""
+    if isinstance(returned, HolderJobId):
+        return EnqueuedJob(str(returned), None, jobs, duplicate=True)
+    return EnqueuedJob(job_id, message_id, jobs)
 
 
 class TaskOptions(Sender[P, R]):

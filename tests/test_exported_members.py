@@ -11,6 +11,7 @@ import pytest
 
 #: SPEC's top-level names, plus the root of the runtime errors.
 TOP_LEVEL = {
+    "DuplicateJobError",
     "EnqueueBatchError",
     "EnqueuedJob",
     "IdempotencyConflictError",
@@ -30,6 +31,7 @@ TOP_LEVEL = {
 }
 #: The engine's names as docs/api.md documents them.
 ENGINE = {
+    "DuplicateJobError",
     "EnqueueBatchError",
     "HealthServer",
     "Hooks",
@@ -53,6 +55,7 @@ ENGINE = {
     "current_job",
     "pause",
     "run_worker",
+    "use_unique_keys",
 }
 
 #: The job store's names.

@@ -19,6 +19,7 @@ from ._parts import parts_of
 from ._settings import AWSSetupError
 from ._settings import Config
 from ._settings import load_config
+from ._unique import with_unique_release
 
 __all__ = [
     "NEEDS_A_STORE",
@@ -32,4 +33,5 @@ __all__ = [
     "make_store",
     "missing_store_error",
     "parts_of",
+    "with_unique_release",
 ]

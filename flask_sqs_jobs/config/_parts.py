@@ -32,6 +32,7 @@ from ._make import make_large_payloads
 from ._make import make_sqs_client
 from ._make import worker_store_options
 from ._settings import Config
+from ._unique import give_unique_keys
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -102,8 +103,8 @@ class AppParts:
                 hooks=self.hooks,
             )
             group.priority_levels = priority_levels(config.definitions.values())
-            return group
-        return QueueGroup.build(
+            return give_unique_keys(group, self.store)
+        group = QueueGroup.build(
             boto_client=client,
             queues=config.definitions,
             middleware=self.middleware,
@@ -111,6 +112,7 @@ class AppParts:
             resolve=False,
             large_payloads=make_large_payloads(config, self.s3_client),
         )
+        return give_unique_keys(group, self.store)
 
     def require_store(self) -> JobStore:
         """The job store.

@@ -27,11 +27,14 @@ from .ops import HealthServer
 from .sqs import LargePayloads
 from .sqs import PayloadNotFound
 from .sqs import SqsQueue
+from .unique import DuplicateJobError
+from .unique import use_unique_keys
 from .worker import JobWorker
 from .worker import pause
 from .worker import run_worker
 
 __all__ = [
+    "DuplicateJobError",
     "EnqueueBatchError",
     "HealthServer",
     "Hooks",
@@ -55,4 +58,5 @@ __all__ = [
     "current_job",
     "pause",
     "run_worker",
+    "use_unique_keys",
 ]

@@ -103,6 +103,11 @@ class QueueGroup(NamedQueues):
         expires_in: float | None = None,
         expires_at: datetime.datetime | None = None,
         priority: int | None = None,
+        unique: bool = False,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        unique_until: str | None = None,
+        on_duplicate: str | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -118,6 +123,12 @@ class QueueGroup(NamedQueues):
         job later deletes it unrun (outcome ``expired``). ``priority``: the
         level (0 the highest) on a queue with ``priority_levels``; see
         ``docs/flow-control.md``.
+
+        ``unique=True`` (key: the job type and payload) or ``unique_key=``
+        sends nothing while another job holds the key (see
+        ``docs/flow-control.md``): the holder's job id is returned instead,
+        or :class:`DuplicateJobError` raised with ``on_duplicate="raise"``.
+        The group needs a store's keys (:func:`use_unique_keys`).
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
@@ -139,6 +150,11 @@ class QueueGroup(NamedQueues):
                 "expires_in": expires_in,
                 "expires_at": expires_at,
                 "priority": priority,
+                "unique": unique,
+                "unique_key": unique_key,
+                "unique_for": unique_for,
+                "unique_until": unique_until,
+                "on_duplicate": on_duplicate,
             },
         )
 

@@ -46,11 +46,12 @@ class CancelWatch:
     started by the first running job and ends when none runs. Everything it
     holds is under its own condition.
 
-    :param tombstones: the store's cancellations.
+    :param tombstones: the store's cancellations; None: no job is ever
+        cancelled, and nothing is read.
     :param report: told of a failed store call; the job goes on.
     """
 
-    def __init__(self, tombstones: Tombstones, report: StoreErrors) -> None:
+    def __init__(self, tombstones: Tombstones | None, report: StoreErrors) -> None:
         self._tombstones = tombstones
         self._report = report
         self._cond = threading.Condition()
@@ -64,7 +65,7 @@ class CancelWatch:
         A failing store lets the job run: cancellation is best effort, an
         outage must not stop the work.
         """
-        if job.job_id is None:
+        if job.job_id is None or self._tombstones is None:
             return False
         try:
             return job.job_id in self._tombstones.cancelled([job.job_id])
@@ -77,7 +78,7 @@ class CancelWatch:
     def watching(self, job: Job, interval: float) -> cabc.Iterator[None]:
         """Watch ``job``'s tombstone while its handler runs, every ``interval``."""
         job_id = job.job_id
-        if job_id is None:
+        if job_id is None or self._tombstones is None:
             yield
             return
         every = interval if interval > 0 else DEFAULT_INTERVAL
@@ -119,6 +120,7 @@ class CancelWatch:
             last_read = time.monotonic()
             if not running:
                 continue
+            assert self._tombstones is not None  # no job is watched without
             try:
                 cancelled = self._tombstones.cancelled(list(running))
             except Exception as exc:

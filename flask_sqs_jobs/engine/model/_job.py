@@ -72,6 +72,11 @@ class Job:
     #: enqueue, from the body on the consumer side), or None. It only ever
     #: shortens the handler's and queue's limit.
     max_runtime_seconds: float | None = None
+    #: A unique job's key as stored (``unique=`` / ``unique_key=`` at
+    #: enqueue, from the body on the consumer side), or None.
+    unique_key: str | None = None
+    #: When the worker frees that key: ``"started"`` or ``"finished"``.
+    unique_until: str | None = None
 
     def request_cancel(self) -> None:
         """Ask the job to stop: set ``cancel_requested`` and ``abort_requested``."""

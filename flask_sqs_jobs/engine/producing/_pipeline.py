@@ -35,6 +35,7 @@ from ._sinks import BatchSink
 from ._sinks import EntryResult
 from ._sinks import Sink
 from ._staging import stage
+from ._unique_step import UniqueStep
 
 if t.TYPE_CHECKING:
     from ..sqs import NamedQueues
@@ -53,13 +54,29 @@ def produce(
     in batches and the entries SQS refuses raise :class:`EnqueueBatchError`
     once every job was tried.
 
+    Unique jobs take their keys first (:mod:`._unique_step`): a duplicate is
+    not produced and its place gets the holder's job id.
+
     :raises ValueError: two trace-injecting middleware are in use (nothing
         was produced).
+    :raises DuplicateJobError: a unique job with ``on_duplicate="raise"``
+        found its key held (nothing was produced).
     """
     check_single_trace_injector(group.middleware)
+    if not isinstance(sink, BatchSink):
+        jobs = [sink.admit(prepared) for prepared in jobs]
+    step = UniqueStep.take(group, jobs, sink)
+    if step is not None:
+        return step.around(functools.partial(_produce_admitted, group, sink=sink))
+    return _produce_admitted(group, jobs, sink)
+
+
+def _produce_admitted(
+    group: NamedQueues, jobs: cabc.Sequence[PreparedJob], sink: Sink | BatchSink
+) -> list[str]:
+    """:func:`produce` once the jobs are admitted and their unique keys taken."""
     if isinstance(sink, BatchSink):
         return _produce_batch(group, jobs, sink)
-    admitted = [sink.admit(prepared) for prepared in jobs]
     rechecked = wraps_produce(group.middleware)
     ids = [
         run_chain(
@@ -67,7 +84,7 @@ def produce(
             prepared.job,
             functools.partial(_into_sink, group, prepared, sink, rechecked),
         )
-        for prepared in admitted
+        for prepared in jobs
     ]
     sink.finish()
     return ids

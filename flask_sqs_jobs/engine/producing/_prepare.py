@@ -16,6 +16,8 @@ import typing as t
 from ..model import check_job_id
 from ..model import Job
 from ..sqs import SqsQueue
+from ..unique import read_unique
+from ..unique import UniqueOptions
 from ._checks import check_correlation_fields
 from ._checks import check_job_type
 from ._checks import check_options
@@ -54,6 +56,8 @@ class PreparedJob:
     payload_json: str
     #: Its position in an ``enqueue_many`` call (errors name it), or None.
     index: int | None = None
+    #: Its ``unique`` / ``unique_key`` / ``debounce`` options, or None.
+    unique: UniqueOptions | None = None
 
 
 def named_error(
@@ -126,6 +130,7 @@ def prepare_job(
         checked_payload, payload_json = encode_payload(payload)
         fields = check_correlation_fields(rest.pop("correlation_fields", None))
         job_id = check_job_id(rest.pop("job_id", None))
+        unique = read_unique(rest)
         if (
             job_id_deduplicates
             and queue.is_fifo
@@ -143,7 +148,12 @@ def prepare_job(
         job_id=job_id,
         max_runtime_seconds=send_options.max_runtime_seconds,
     )
-    return PreparedJob(job, send_options, queue, queue_name, payload_json, index)
+    if unique is not None and unique.debounce is None:
+        job.unique_key = unique.key_for(checked_type, checked_payload)
+        job.unique_until = unique.until
+    return PreparedJob(
+        job, send_options, queue, queue_name, payload_json, index, unique
+    )
 
 
 def prepare_jobs(

@@ -50,6 +50,11 @@ class Sink:
     enqueues: t.ClassVar[bool] = True
     #: Fields the ``job_enqueued`` line carries besides the job's own.
     log_fields: t.ClassVar[t.Mapping[str, object]] = {}
+    #: The database session unique jobs' keys are taken in (the outbox's:
+    #: the caller's transaction), or None: each key is a write of its own.
+    key_session: t.Any = None
+    #: True: the sink keeps a debounced job until it is due (the outbox).
+    debounces: t.ClassVar[bool] = False
 
     def admit(self, prepared: PreparedJob) -> PreparedJob:
         """Refuse or adjust a job before any chain of the call runs.
@@ -96,6 +101,9 @@ class BatchSink:
     refused entry: a request that fails answers every entry of it with
     the error. The pipeline reports the entries that have a MessageId.
     """
+
+    key_session: t.Any = None
+    debounces: t.ClassVar[bool] = False
 
     def send_batch(self, messages: t.Sequence[StagedMessage]) -> list[EntryResult]:
         """Send ``messages``; their MessageIds or errors, in order."""

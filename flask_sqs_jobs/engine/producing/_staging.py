@@ -21,6 +21,7 @@ from ..sqs import decode_attributes
 from ..sqs import encode_body
 from ..sqs import message_size
 from ..sqs import SqsQueue
+from ..unique import STARTED
 from ._checks import check_job_type
 from ._checks import encode_payload
 from ._prepare import named_error
@@ -100,6 +101,9 @@ def _send_params(
         payload_json=payload_json,
         max_runtime_seconds=options.max_runtime_seconds,
         expires_at=options.expires_at,
+        unique=None
+        if job.unique_key is None
+        else (job.unique_key, job.unique_until or STARTED),
     )
     attributes, dropped = build_attributes(
         job.correlation_fields,

@@ -51,15 +51,15 @@ from ._wire import decode_body
 from ._wire import DecodedBody
 from ._wire import dump_json
 from ._wire import encode_body
-from ._wire import format_utc
 from ._wire import MALFORMED_BODY_CODES
 from ._wire import MAX_JSON_DEPTH
 from ._wire import message_size
 from ._wire import MessageAttributes
 from ._wire import nested_deeper_than
-from ._wire import parse_run_at
 from ._wire import scheduled_for
 from ._wire import string_attribute
+from ._wire_times import format_utc
+from ._wire_times import parse_run_at
 
 __all__ = [
     "read_result",

@@ -21,6 +21,8 @@ from json.encoder import encode_basestring
 
 from ..model import JSONObject
 from ..model import MAX_MESSAGE_ATTRIBUTES
+from ._wire_times import format_utc
+from ._wire_times import parse_run_at
 
 #: How deeply a payload (and a job's result, and the correlation fields) may
 #: nest objects and arrays, the payload object itself being level 1. Enqueue
@@ -36,6 +38,8 @@ CORRELATION_FIELDS_ATTRIBUTE = "correlation_fields"
 DEAD_LETTER_ATTRIBUTE = "dead_letter"
 #: A periodic job's tick (attribute or body key); see docs/wire-format.md.
 SCHEDULED_FOR = "scheduled_for"
+#: A unique job's key and when it is freed: ``{"key": ..., "until": ...}``.
+UNIQUE = "unique"
 #: The body key of a job's own runtime limit, in seconds.
 MAX_RUNTIME = "max_runtime_seconds"
 #: The body key of the time after which a job is deleted unrun (ISO 8601, UTC).
@@ -110,6 +114,7 @@ def encode_body(
     *,
     payload_json: str | None = None,
     max_runtime_seconds: float | None = None,
+    unique: tuple[str, str] | None = None,
     expires_at: dt.datetime | None = None,
 ) -> str:
     """Return the message body for a job.
@@ -125,7 +130,7 @@ def encode_body(
             joined = f'{joined[:-1]},"{MAX_RUNTIME}":{float(max_runtime_seconds)!r}}}'
         if joined is not None and expires_at is not None:
             joined = f'{joined[:-1]},"{EXPIRES_AT}":"{format_utc(expires_at)}"}}'
-        if joined is not None:
+        if joined is not None and unique is None:
             return joined
     body: JSONObject = {"job_type": job_type, "payload": payload}
     if job_id is not None:
@@ -134,6 +139,8 @@ def encode_body(
         body["run_at"] = format_utc(run_at)
     if max_runtime_seconds is not None:
         body[MAX_RUNTIME] = float(max_runtime_seconds)
+    if unique is not None:
+        body[UNIQUE] = {"key": unique[0], "until": unique[1]}
     if expires_at is not None:
         body[EXPIRES_AT] = format_utc(expires_at)
     return dump_json(body)
@@ -160,15 +167,6 @@ def _join_body(
     if run_at is not None:
         body += f',"run_at":"{format_utc(run_at)}"'
     return body + "}"
-
-
-def format_utc(moment: dt.datetime) -> str:
-    """Format an aware datetime as ISO 8601 in UTC (``...Z``), as the wire does."""
-    return (
-        moment.astimezone(dt.UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
 
 
 def string_attribute(value: str) -> dict[str, str]:
@@ -236,6 +234,8 @@ class DecodedBody:
     scheduled_for: object = None
     #: The ``max_runtime_seconds`` value as sent (any JSON value, unchecked), or None.
     max_runtime_seconds: object = None
+    #: The ``unique`` value as sent (any JSON value, unchecked), or None.
+    unique: object = None
     #: The ``expires_at`` value as sent (any JSON value, unchecked), or None.
     expires_at: object = None
 
@@ -288,23 +288,9 @@ def decode_body(body: object) -> DecodedBody | str:
         data.get("job_id"),
         data.get(SCHEDULED_FOR),
         data.get(MAX_RUNTIME),
+        data.get(UNIQUE),
         data.get(EXPIRES_AT),
     )
-
-
-def parse_run_at(value: str) -> dt.datetime | None:
-    """Parse a ``run_at`` value into an aware UTC datetime, or None if invalid."""
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        return None
-    try:
-        return parsed.astimezone(dt.UTC)
-    except OverflowError:
-        # e.g. year 9999 at -14:00: valid ISO 8601, but past datetime.max in UTC.
-        return None
 
 
 def scheduled_for(attributes: object, body_value: object) -> dt.datetime | None:

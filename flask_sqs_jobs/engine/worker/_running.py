@@ -47,6 +47,7 @@ from ..sqs import DecodedBody
 from ..sqs import fetch_job
 from ..sqs import Pointer
 from ..sqs import scheduled_for
+from ..unique import received_unique
 from ._delivery import Delivery
 from ._delivery import due_time
 from ._delivery import expired_at
@@ -101,11 +102,9 @@ class JobRunner:
         self._hooks = as_multi(hooks)
         self._guard = guard or JobGuard()
         self._records_progress = overrides(self._hooks, "job_progress")
-        self._cancels = None
-        if tombstones is not None:
-            self._cancels = CancelWatch(
-                tombstones, lambda e: report_error(self._hooks, None, e, "store")
-            )
+        self._cancels = CancelWatch(
+            tombstones, lambda e: report_error(self._hooks, None, e, "store")
+        )
 
     def run(self, delivery: Delivery) -> Ran:
         """Run phase one; never raises ``Exception``.
@@ -183,7 +182,7 @@ class JobRunner:
         job.max_attempts = max_attempts(handler.retry, receives)
         expires_at = expired_at(decoded)
         unrun = Kind.EXPIRED if expires_at is not None else None
-        if unrun is None and self._cancels is not None and self._cancels.arrived(job):
+        if unrun is None and self._cancels.arrived(job):
             unrun = Kind.CANCELLED
         run_at = None if unrun is not None else due_time(decoded, delivery)
         if unrun is not None or run_at is not None:
@@ -219,6 +218,7 @@ class JobRunner:
             structlog.contextvars.bind_contextvars(**trimmed.fields)
             if trimmed.changed:
                 log.warning("correlation_fields_trimmed", **trimmed.counts())
+        unique_key, unique_until = received_unique(decoded.unique)
         return Job(
             job_type=decoded.job_type,
             payload=decoded.payload,
@@ -231,6 +231,8 @@ class JobRunner:
             job_id=job_id,
             scheduled_for=scheduled_for(delivery.attributes, decoded.scheduled_for),
             max_runtime_seconds=received_runtime(decoded.max_runtime_seconds),
+            unique_key=unique_key,
+            unique_until=unique_until,
         )
 
     def _enter_job_context(
@@ -290,13 +292,8 @@ class JobRunner:
         def report(error: BaseException) -> None:
             report_error(self._hooks, job.queue, error, "store")
 
-        cancels = self._cancels
         try:
-            with (
-                contextlib.nullcontext()
-                if cancels is None
-                else cancels.watching(job, lease.interval)
-            ):
+            with self._cancels.watching(job, lease.interval):
                 handled = self._guard.run(
                     job,
                     delivery,

@@ -19,6 +19,7 @@ if t.TYPE_CHECKING:
     from ._cancellations import DynamoDBCancellations
     from ._idempotency import DynamoDBIdempotencyKeys
     from ._ticks import DynamoDBScheduleTicks
+    from ._unique_keys import DynamoDBUniqueKeys
 
 
 class DynamoDBStore(JobStore):
@@ -106,6 +107,12 @@ class DynamoDBStore(JobStore):
         from ._idempotency import DynamoDBIdempotencyKeys
 
         return DynamoDBIdempotencyKeys(self.client, self.table_name)
+
+    def unique_keys(self) -> DynamoDBUniqueKeys:
+        """The keys of unique jobs, as items ``unique#<key>`` of the table."""
+        from ._unique_keys import DynamoDBUniqueKeys
+
+        return DynamoDBUniqueKeys(self.client, self.table_name)
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
         """The job records; each item expires ``retention_seconds`` after its write."""

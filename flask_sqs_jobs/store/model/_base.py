@@ -7,6 +7,7 @@ import typing as t
 
 if t.TYPE_CHECKING:
     from ...engine.model import IdempotencyKeys
+    from ...engine.unique import UniqueKeys
     from ._cancellations import Cancellations
     from ._records import JobRecords
     from ._records import WorkerRegistry
@@ -34,6 +35,12 @@ class JobStore(abc.ABC):
         """The idempotency keys of this store, for idempotent handlers."""
         raise NotImplementedError(
             f"the {self.kind or type(self).__name__} store keeps no idempotency keys"
+        )
+
+    def unique_keys(self) -> UniqueKeys:
+        """The keys unique jobs hold from their enqueue until released."""
+        raise NotImplementedError(
+            f"the {self.kind or type(self).__name__} store keeps no unique keys"
         )
 
     def close(self) -> None:

@@ -137,16 +137,15 @@ def claim(
     :param ids: only these rows (the immediate send after a commit); rows
         already sent (or rolled back) are simply not found.
     :param include_fresh: also rows still in their grace period (``outbox
-        relay --once`` empties the outbox).
+        relay --once`` empties the outbox); a debounced row waits until due.
     """
     now = dt.datetime.now(dt.UTC)
     query = sa.select(outbox).order_by(outbox.c.id).limit(limit)
     if ids is not None:
         query = query.where(outbox.c.id.in_(list(ids)))
     elif include_fresh:
-        query = query.where(
-            sa.or_(outbox.c.available_at <= now, outbox.c.attempts == 0)
-        )
+        fresh = sa.and_(outbox.c.attempts == 0, outbox.c.debounce_key.is_(None))
+        query = query.where(sa.or_(outbox.c.available_at <= now, fresh))
     else:
         query = query.where(outbox.c.available_at <= now)
     rows = [

@@ -28,6 +28,7 @@ from ...engine.model import JSONObject
 from ...engine.producing import JobSpec
 from ...engine.producing import prepare_job
 from ...engine.producing import prepare_jobs
+from ...engine.producing import PreparedJob
 from ...engine.producing import produce
 from ...engine.producing import Sink
 from ...engine.producing import StagedMessage
@@ -37,6 +38,7 @@ from . import _rows as _outbox_rows
 from ._after_commit import AfterCommit
 from ._after_commit import AnySession
 from ._after_commit import session_of
+from ._debounce import write_debounced
 from ._immediate import sender_for
 
 #: The store's own engine per queue group, for the sends after commit.
@@ -128,22 +130,43 @@ class RowSink(Sink):
     """
 
     enqueues = False
+    debounces = True
 
     def __init__(self, session: AnySession, group: QueueGroup) -> None:
         self._session = session_of(session)
         self._group = group
         self._now = dt.datetime.now(dt.UTC)
         self._rows: list[dict[str, t.Any]] = []
+        #: Job id -> (key, seconds) of each debounced job of the call.
+        self._debounced: dict[str, tuple[str, float]] = {}
+        self._debounced_rows: list[tuple[dict[str, t.Any], str, float]] = []
+
+    @property
+    def key_session(self) -> sa.orm.Session:
+        """Unique keys are taken in the caller's transaction, with the rows."""
+        return self._session
+
+    def admit(self, prepared: PreparedJob) -> PreparedJob:
+        """Note a debounced job's key: its row is upserted, not inserted."""
+        unique = prepared.unique
+        if unique is not None and unique.debounce is not None:
+            job = prepared.job
+            key = unique.key_for(job.job_type, job.payload)
+            self._debounced[t.cast(str, job.job_id)] = (key, unique.debounce)
+        return prepared
 
     def send(self, message: StagedMessage) -> str:
         """Keep ``message`` as the columns of a new row; return its job id."""
         job = message.job
         job_id = t.cast(str, job.job_id)  # staging checked it
-        self._rows.append(
-            _outbox_rows.row_values(
-                job.queue, job_id, job.job_type, message.params, self._now
-            )
+        values = _outbox_rows.row_values(
+            job.queue, job_id, job.job_type, message.params, self._now
         )
+        debounced = self._debounced.get(job_id)
+        if debounced is not None:
+            self._debounced_rows.append((values, *debounced))
+        else:
+            self._rows.append(values)
         return job_id
 
     def finish(self) -> None:
@@ -153,6 +176,8 @@ class RowSink(Sink):
         :func:`send_through` named one, else the session's own.
         """
         rows, session = self._rows, self._session
+        for values, key, seconds in self._debounced_rows:
+            write_debounced(session, values, key, seconds, self._now)
         if not rows:
             return
         if len(rows) == 1:  # the common case, without executemany's overhead

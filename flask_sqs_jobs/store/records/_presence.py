@@ -55,7 +55,7 @@ class WorkerPresence:
 
     :param busy_slots: reads the worker's running jobs at each refresh.
     :param records: the job records to prune, or None (no pruning).
-    :param forget_expired_keys: deletes expired idempotency keys and returns
+    :param forget_expired_keys: deletes expired idempotency and unique keys, returns
         how many, or None (the store's TTL does it, or it keeps none).
     :param on_error: called with each failed store call's error, on this
         service's thread (the app's hooks: ``worker_error``, kind ``"store"``).
@@ -238,13 +238,19 @@ def presence_of(
 
 
 def _key_forgetting(store: t.Any) -> cabc.Callable[[], int] | None:
-    """The store's way to delete expired idempotency keys, if it needs one."""
-    try:
-        keys = store.idempotency_keys()
-    except NotImplementedError:
+    """The store's way to delete expired idempotency and unique keys, if any."""
+    forgets = []
+    for part in ("idempotency_keys", "unique_keys"):
+        try:
+            keys = getattr(store, part)()
+        except (NotImplementedError, AttributeError):
+            continue
+        forget = getattr(keys, "forget_expired", None)
+        if callable(forget):
+            forgets.append(forget)
+    if not forgets:
         return None
-    forget = getattr(keys, "forget_expired", None)
-    return forget if callable(forget) else None
+    return lambda: sum(forget() for forget in forgets)
 
 
 def _now() -> dt.datetime:

@@ -76,7 +76,11 @@ outbox = sa.Table(
     sa.Column("available_at", UTCDateTime(), nullable=False),
     sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("last_error", sa.Text(), nullable=True),
+    #: A debounced job's key: one row per key, its send time moved by each
+    #: enqueue (``debounce=``); NULL for every other row.
+    sa.Column("debounce_key", sa.String(255), nullable=True),
     sa.Index("sqs_jobs_outbox_available_at", "available_at", "id"),
+    sa.Index("sqs_jobs_outbox_debounce_key", "debounce_key", unique=True),
     #: FIFO order: the relay looks up the earlier rows of a message group.
     sa.Index("sqs_jobs_outbox_group", "message_group_id", "id"),
 )
