@@ -204,6 +204,22 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         parts = self.parts(app)
         return get_job(parts.require_store(), parts.hooks, job_id)
 
+    def cancel(self, job_id: str, *, app: Flask | None = None) -> bool:
+        """Cancel the job ``job_id``; True when it was known and not finished.
+
+        A job that has not started is deleted unrun when it arrives (outcome
+        ``cancelled``); a running one sees ``current_job.cancel_requested``
+        (and ``abort_requested``) within one heartbeat. See
+        ``docs/flow-control.md``.
+
+        :raises RuntimeError: no store is configured; the message names
+            ``SQS_JOBS_STORE_URL``.
+        """
+        from .store.records import cancel
+
+        parts = self.parts(app)
+        return cancel(parts.require_store(), parts.hooks, job_id)
+
     def has_store(self, app: Flask | None = None) -> bool:
         """Whether ``app`` has a job store."""
         return self.parts(app).store is not None

@@ -78,6 +78,9 @@ class EnqueueOptions:
     message_deduplication_id: str | None = None
     correlation_fields: JSONObject | None = None
     max_runtime_seconds: float | None = None
+    expires_in: float | None = None
+    expires_at: datetime.datetime | None = None
+    priority: int | None = None
     session: t.Any = None
     unique: bool | None = None
     unique_key: str | None = None
@@ -193,6 +196,9 @@ class Sender(t.Generic[P, R]):
         message_deduplication_id: str | None = None,
         correlation_fields: JSONObject | None = None,
         max_runtime_seconds: float | None = None,
+        expires_in: float | None = None,
+        expires_at: datetime.datetime | None = None,
+        priority: int | None = None,
         session: t.Any = None,
         unique: bool | None = None,
         unique_key: str | None = None,
@@ -218,6 +224,9 @@ class Sender(t.Generic[P, R]):
             "message_deduplication_id": message_deduplication_id,
             "correlation_fields": correlation_fields,
             "max_runtime_seconds": max_runtime_seconds,
+            "expires_in": expires_in,
+            "expires_at": expires_at,
+            "priority": priority,
             "session": session,
             "unique": unique,
             "unique_key": unique_key,

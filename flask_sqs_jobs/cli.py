@@ -12,6 +12,7 @@ import click
 from flask.cli import with_appcontext
 
 from ._producing import Producing
+from .commands import cancel_command
 from .commands import check_queue_names
 from .commands import ConfigurationError
 from .commands import current_app_and_parts
@@ -99,7 +100,7 @@ def stats_command(as_json: bool) -> None:
     parts = current_parts()
     report = []
     with sqs_errors(parts):
-        for name in parts.config.queues:
+        for name in parts.config.definitions:  # each priority level too
             queue = queue_named(parts, name)
             entry: dict[str, t.Any] = {
                 "queue": name,
@@ -132,6 +133,7 @@ jobs_command.add_command(dlq_command)
 jobs_command.add_command(store_command)
 jobs_command.add_command(schedules_command)
 jobs_command.add_command(job_command)
+jobs_command.add_command(cancel_command)
 jobs_command.add_command(workers_command)
 jobs_command.add_command(dashboard_command)
 jobs_command.add_command(outbox_command)

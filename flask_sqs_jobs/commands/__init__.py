@@ -16,6 +16,7 @@ from ._common import sqs_errors
 from ._common import table
 from ._dlq import dlq_command
 from ._outbox import outbox_command
+from ._records import cancel_command
 from ._records import job_command
 from ._records import workers_command
 from ._schedules import schedules_command
@@ -23,6 +24,7 @@ from ._store import store_command
 from ._worker import worker_command
 
 __all__ = [
+    "cancel_command",
     "ConfigurationError",
     "check_queue_names",
     "create_queues",

@@ -98,7 +98,7 @@ def current_parts() -> AppParts:
 def check_queue_names(parts: AppParts, names: t.Iterable[str]) -> None:
     configured = parts.config.queues
     for name in names:
-        if name not in configured:
+        if name not in configured and name not in parts.config.definitions:
             raise ConfigurationError(
                 f"unknown queue {name!r}; configured queues (SQS_JOBS_QUEUES):"
                 f" {', '.join(repr(n) for n in configured)}"

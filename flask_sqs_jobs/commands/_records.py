@@ -1,4 +1,4 @@
-"""``flask sqs-jobs job JOB_ID`` and ``flask sqs-jobs workers``: read the store."""
+"""``flask sqs-jobs job JOB_ID``, ``cancel JOB_ID`` and ``workers``: the store."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from flask.cli import with_appcontext
 
 from ..engine.model import shown as shown_json
 from ..store.model import WorkerRecord
+from ..store.records import cancel
 from ..store.records import get_job
 from ..store.records import STALE_AFTER_SECONDS
 from ._common import ConfigurationError
@@ -61,6 +62,22 @@ def job_command(job_id: str, as_json: bool) -> None:
         if name == "result" and value is not None:
             shown = json.dumps(value, ensure_ascii=True)
         click.echo(f"{name}: {printable(shown)}")
+
+
+@click.command("cancel")
+@click.argument("job_id")
+@with_appcontext
+def cancel_command(job_id: str) -> None:
+    """Cancel a job: deleted unrun when it arrives, or asked to stop if running.
+
+    Exits 0 when the job was cancelled, 1 when it is unknown or finished.
+    """
+    if not cancel(_store(), current_parts().hooks, job_id):
+        raise click.ClickException(
+            f"job {printable(job_id)} not cancelled: no record of it, or it has"
+            " finished already"
+        )
+    click.echo(f"job {printable(job_id)} cancelled")
 
 
 @click.command("workers")

@@ -316,7 +316,7 @@ def _check_queues_exist(parts: AppParts, names: t.Iterable[str]) -> None:
     reported), so a worker started before its network is ready still comes up.
     """
     group = parts.queue_group()
-    for name in names:
+    for name in [level for n in names for level in group.levels_of(n)]:
         try:
             group.queue(name).url  # noqa: B018 - resolves the name with GetQueueUrl
         except QueueNotFoundError as exc:

@@ -23,10 +23,12 @@ from ..engine.model import JobHandler
 from ..engine.model import JobMiddleware
 from ..engine.producing import eager_queues
 from ..engine.producing import EagerSink
+from ..engine.sqs import priority_levels
 from ..engine.sqs import S3Client
 from ..engine.worker import Heartbeat
 from ..engine.worker import JobGuard
 from ..engine.worker import JobProcessing
+from ..store.model import Cancellations
 from ..store.model import JobStore
 from ._make import eager_store_options
 from ._make import make_large_payloads
@@ -103,6 +105,7 @@ class AppParts:
                 middleware=self.middleware,
                 hooks=self.hooks,
             )
+            group.priority_levels = priority_levels(config.definitions.values())
             return give_unique_keys(group, self.store)
         group = QueueGroup.build(
             boto_client=client,
@@ -123,6 +126,16 @@ class AppParts:
         if self.store is None:
             raise RuntimeError(NEEDS_A_STORE)
         return self.store
+
+    def cancellations(self) -> Cancellations | None:
+        """The store's tombstones when jobs can be cancelled (a store keeping
+        job records: ``jobs.cancel`` cancels only jobs it knows)."""
+        if self.store is None or not self.config.record_jobs:
+            return None
+        try:
+            return self.store.cancellations()
+        except NotImplementedError:
+            return None
 
     def outbox_store(self) -> SQLAlchemyStore:
         """The job store, if it can hold the outbox.
@@ -181,6 +194,7 @@ class AppParts:
             shutdown_timeout=shutdown_timeout,
             hooks=hooks,
             **worker_store_options(self.store, self.handlers),
+            cancellations=self.cancellations(),
         )
 
     def create_processing(self, heartbeat: Heartbeat) -> JobProcessing:
@@ -198,7 +212,12 @@ class AppParts:
             options.get("session_factory"),
         )
         return JobProcessing.build(
-            self.handlers, group.middleware, heartbeat, group.hooks, guard
+            self.handlers,
+            group.middleware,
+            heartbeat,
+            group.hooks,
+            guard,
+            tombstones=self.cancellations(),
         )
 
 

@@ -13,6 +13,7 @@ import urllib.parse
 from botocore.utils import is_valid_endpoint_url
 from botocore.utils import is_valid_ipv6_endpoint_url
 
+from ..engine.model import is_int_in
 from ..engine.model import MAX_WAIT_SECONDS
 from ..engine.sqs import add_name_prefix
 from ..engine.sqs import check_settings
@@ -239,11 +240,7 @@ def _endpoint_url(value: str | None) -> str | None:
 
 
 def _idle_wait(value: object) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 0 <= value <= MAX_WAIT_SECONDS
-    ):
+    if not is_int_in(value, 0, MAX_WAIT_SECONDS):
         raise ValueError(
             f"{PREFIX}IDLE_WAIT_SECONDS must be an int 0..{MAX_WAIT_SECONDS} (the SQS"
             f" long-poll maximum); got {value!r}"

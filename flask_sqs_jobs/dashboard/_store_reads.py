@@ -3,6 +3,7 @@
 - recent and failed jobs: ``store.job_records().recent(limit, status=...)``
   (failed: ``failed`` and ``dead_lettered``), newest update first;
 - one job: ``get_job(store, hooks, job_id)`` (this process's pending writes first);
+  cancelling it: ``cancel(store, hooks, job_id)`` (``jobs.cancel``);
 - workers: ``store.worker_registry().list()``, each ``live`` or ``lost`` by
   the threshold of ``flask sqs-jobs workers``;
 - the charts: ``store.job_records().finished_per_minute(an hour ago)``, one
@@ -29,6 +30,7 @@ from ..store.model import JobStore
 from ..store.model import minute_of
 from ..store.model import WorkerRecord
 from ..store.model import WorkerRegistry
+from ..store.records import cancel
 from ..store.records import get_job
 from ..store.records import STALE_AFTER_SECONDS
 
@@ -83,6 +85,15 @@ def one_job(parts: AppParts, job_id: str) -> dict[str, t.Any] | None:
     _records(parts)
     record = get_job(_store(parts), parts.hooks, job_id)
     return None if record is None else as_fields(record, RECORD_FIELDS)
+
+
+def cancel_job(parts: AppParts, job_id: str) -> bool:
+    """Cancel one job as ``jobs.cancel`` does: True when known and not finished."""
+    _records(parts)
+    try:
+        return cancel(_store(parts), parts.hooks, job_id)
+    except NotImplementedError:
+        raise Unavailable(NOT_AVAILABLE.format(part="cancellations")) from None
 
 
 def workers(parts: AppParts, now: dt.datetime) -> list[dict[str, t.Any]]:

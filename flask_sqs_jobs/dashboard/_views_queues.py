@@ -107,7 +107,7 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
     """Counts per queue and its DLQ, and the last hour's charts with a store
     (unless ``charts`` is False: the live refresh needs only the counts)."""
     parts = dashboard.parts()
-    names = list(parts.config.queues)
+    names = list(parts.config.definitions)  # each priority level too
     rows = []
     eager = parts.config.eager
     for name in names:
@@ -148,7 +148,7 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
 
 def _configured(dashboard: Dashboard, name: str) -> SqsQueue:
     """The configured queue ``name``; a 404 for any other name."""
-    if name not in dashboard.parts().config.queues:
+    if name not in dashboard.parts().config.definitions:
         abort(404, description="No such queue in SQS_JOBS_QUEUES.")
     if dashboard.parts().config.eager:
         abort(404, description=f"No dead letters: {EAGER_NOTE}.")

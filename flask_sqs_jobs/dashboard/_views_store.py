@@ -10,8 +10,12 @@ from flask import abort
 from flask import Blueprint
 from flask import request
 
+from ..engine.model import loggable_text
 from ._pages import Dashboard
 from ._pages import respond
+from ._security import check_csrf
+from ._security import CsrfError
+from ._store_reads import cancel_job
 from ._store_reads import one_job
 from ._store_reads import recent_jobs
 from ._store_reads import Unavailable
@@ -60,6 +64,26 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
             abort(404, description="The store has no record of this job.")
         data["job"] = _hide_result(record, dashboard)
         return respond("job.html", data)
+
+    @blueprint.post("/jobs/<path:job_id>/cancel")
+    def cancel_action(job_id: str) -> t.Any:
+        try:
+            check_csrf()
+        except CsrfError as exc:
+            data = {"error": "Bad Request", "message": str(exc), "status": 400}
+            return respond("error.html", data, 400)
+        data = {"job_id": job_id, "confirmed": False, "cancelled": False}
+        if request.form.get("confirmed") != "yes":
+            return respond("cancel.html", data)
+        try:
+            cancelled = cancel_job(dashboard.parts(), job_id)
+        except Unavailable as exc:
+            return respond("cancel.html", {**data, "note": str(exc)})
+        shown = loggable_text(job_id, 128)
+        log.info("dashboard_action", action="cancel", job_id=shown, done=cancelled)
+        return respond(
+            "cancel.html", {**data, "confirmed": True, "cancelled": cancelled}
+        )
 
     @blueprint.get("/workers")
     def workers_page() -> t.Any:

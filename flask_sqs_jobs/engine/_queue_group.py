@@ -14,6 +14,7 @@ from .model import QueueNotFoundError
 from .sqs import LargePayloads
 from .sqs import NamedQueues
 from .sqs import parse_queue_definitions
+from .sqs import priority_levels
 from .sqs import QueueDefinition
 from .sqs import SqsQueue
 
@@ -79,7 +80,9 @@ class QueueGroup(NamedQueues):
                     raise QueueNotFoundError(exc.queue_name, logical_name=name) from exc
             resolved[name] = queue
         weights = {name: d.weight for name, d in definitions.items()}
-        return cls._of(resolved, weights, tuple(middleware), hooks or Hooks())
+        group = cls._of(resolved, weights, tuple(middleware), hooks or Hooks())
+        group.priority_levels = priority_levels(definitions.values())
+        return group
 
     # -- producing --
 
@@ -97,6 +100,9 @@ class QueueGroup(NamedQueues):
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
         max_runtime_seconds: float | None = None,
+        expires_in: float | None = None,
+        expires_at: datetime.datetime | None = None,
+        priority: int | None = None,
         unique: bool = False,
         unique_key: str | None = None,
         unique_for: float | None = None,
@@ -112,7 +118,11 @@ class QueueGroup(NamedQueues):
         travels in the body and is on the :class:`Job` middleware, hooks and
         handlers see. ``max_runtime_seconds`` (above 0, at most 12 hours)
         is the job's own runtime limit: the worker stops it at the smaller of
-        that and its handler's (else its queue's) limit.
+        that and its handler's (else its queue's) limit. ``expires_in``
+        (seconds) or ``expires_at`` (an aware datetime): a worker receiving the
+        job later deletes it unrun (outcome ``expired``). ``priority``: the
+        level (0 the highest) on a queue with ``priority_levels``; see
+        ``docs/flow-control.md``.
 
         ``unique=True`` (key: the job type and payload) or ``unique_key=``
         sends nothing while another job holds the key (see
@@ -137,6 +147,9 @@ class QueueGroup(NamedQueues):
                 "run_at": run_at,
                 "job_id": job_id,
                 "max_runtime_seconds": max_runtime_seconds,
+                "expires_in": expires_in,
+                "expires_at": expires_at,
+                "priority": priority,
                 "unique": unique,
                 "unique_key": unique_key,
                 "unique_for": unique_for,

@@ -24,12 +24,12 @@ from flask_sqs_jobs import SqsQueue
 from flask_sqs_jobs.engine.model._handlers import as_job_handler
 from flask_sqs_jobs.engine.model._hooks import Hooks
 from flask_sqs_jobs.engine.model._outcome import Outcome
+from flask_sqs_jobs.engine.sqs import parse_run_at
 from flask_sqs_jobs.engine.sqs._wire import decode_attributes
 from flask_sqs_jobs.engine.sqs._wire import decode_body
 from flask_sqs_jobs.engine.sqs._wire import DecodedBody
 from flask_sqs_jobs.engine.sqs._wire import dump_json
 from flask_sqs_jobs.engine.sqs._wire import encode_body
-from flask_sqs_jobs.engine.sqs._wire import parse_run_at
 from flask_sqs_jobs.engine.worker._delivery import Delivery
 from flask_sqs_jobs.engine.worker._heartbeat import Heartbeat
 from flask_sqs_jobs.engine.worker._running import JobRunner

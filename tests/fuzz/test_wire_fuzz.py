@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from flask_sqs_jobs.engine.sqs import parse_run_at
 from flask_sqs_jobs.engine.sqs._wire import decode_attributes
 from flask_sqs_jobs.engine.sqs._wire import decode_body
 from flask_sqs_jobs.engine.sqs._wire import DecodedBody
-from flask_sqs_jobs.engine.sqs._wire import parse_run_at
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -57,8 +57,10 @@ from ._job_runtime import Renewal
 from ._job_session import JobSession
 from ._job_session import SessionFactory
 from ._limits import check_job_runtime
+from ._limits import check_worker_options
 from ._limits import DEFAULT_MAX_MESSAGE_SIZE
 from ._limits import is_finite_number
+from ._limits import is_int_in
 from ._limits import job_runtime_problem
 from ._limits import MAX_BATCH_ENTRIES
 from ._limits import MAX_DEFERRAL_SECONDS
@@ -166,6 +168,7 @@ __all__ = [
     "check_idempotency",
     "check_job_id",
     "check_job_runtime",
+    "check_worker_options",
     "check_single_trace_injector",
     "close_thread_loop",
     "compose_consume",
@@ -174,6 +177,7 @@ __all__ = [
     "current_job",
     "escape",
     "is_finite_number",
+    "is_int_in",
     "is_job_id",
     "job_runtime_problem",
     "judge",

@@ -41,7 +41,8 @@ class _CurrentJob:
 
 #: The running job: ``job_type``, ``queue``, ``job_id``, ``message_id``,
 #: ``receive_count``, ``correlation_fields``, ``payload``, ``scheduled_for`` (a
-#: periodic job's tick) and ``abort_requested`` (a ``threading.Event``). Raises
+#: periodic job's tick), ``abort_requested`` and ``cancel_requested`` (each a
+#: ``threading.Event``). Raises
 #: ``RuntimeError`` outside a job.
 current_job: Job = t.cast(Job, _CurrentJob())
 

@@ -58,6 +58,12 @@ class Job:
     abort_requested: threading.Event = dataclasses.field(
         default_factory=threading.Event, repr=False, compare=False
     )
+    #: Set when the job was cancelled (``jobs.cancel``) while it ran, within
+    #: one heartbeat; ``abort_requested`` is set with it. Use
+    #: :meth:`request_cancel` to set both.
+    cancel_requested: threading.Event = dataclasses.field(
+        default_factory=threading.Event, repr=False, compare=False
+    )
     #: How many attempts the job gets: the smaller of its handler's
     #: ``Retry.max_attempts`` and the queue's ``maxReceiveCount``; None when
     #: neither limits it (consumer side).
@@ -71,6 +77,11 @@ class Job:
     unique_key: str | None = None
     #: When the worker frees that key: ``"started"`` or ``"finished"``.
     unique_until: str | None = None
+
+    def request_cancel(self) -> None:
+        """Ask the job to stop: set ``cancel_requested`` and ``abort_requested``."""
+        self.cancel_requested.set()
+        self.abort_requested.set()
 
     @property
     def attempt(self) -> int | None:

@@ -105,3 +105,34 @@ def runtime_limit(
     """
     limit = handler_limit or queue_limit
     return limit if job_limit is None else min(limit, job_limit)
+
+
+def is_int_in(value: object, low: int, high: int) -> t.TypeGuard[int]:
+    """Whether ``value`` is an int (a bool is not) from ``low`` to ``high``."""
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    )
+
+
+def check_worker_options(
+    idle_wait_seconds: object, concurrency: object, shutdown_timeout: object
+) -> None:
+    """Refuse a worker's options that are wrong, saying what to pass instead."""
+    if not is_int_in(idle_wait_seconds, 0, MAX_WAIT_SECONDS):
+        raise ValueError(
+            f"idle_wait_seconds must be an int 0..{MAX_WAIT_SECONDS} (the SQS"
+            f" long-poll maximum); got {idle_wait_seconds!r}"
+        )
+    if (
+        isinstance(concurrency, bool)
+        or not isinstance(concurrency, int)
+        or concurrency < 1
+    ):
+        raise ValueError(f"concurrency must be an int >= 1; got {concurrency!r}")
+    if shutdown_timeout is not None and (
+        not is_finite_number(shutdown_timeout) or t.cast(float, shutdown_timeout) < 0
+    ):
+        raise ValueError(
+            "shutdown_timeout must be a finite number of seconds >= 0, or None to"
+            f" wait for running jobs; got {shutdown_timeout!r}"
+        )

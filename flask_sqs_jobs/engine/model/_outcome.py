@@ -30,3 +30,9 @@ class Outcome(enum.StrEnum):
     #: The job's idempotency key was already completed (a duplicate delivery or
     #: enqueue); the message was deleted without running the handler.
     DUPLICATE = "duplicate"
+    #: The job was received after its ``expires_at``; the message was deleted
+    #: without running the handler.
+    EXPIRED = "expired"
+    #: The job was cancelled (``jobs.cancel``): deleted unrun when it arrived,
+    #: or stopped while it ran (``current_job.cancel_requested``).
+    CANCELLED = "cancelled"

@@ -29,6 +29,7 @@ from ._eager_sink import EagerQueue
 from ._eager_sink import EagerSink
 from ._enqueue import enqueue
 from ._enqueue import enqueue_many
+from ._enqueue import target_queue
 from ._pipeline import deliver
 from ._pipeline import produce
 from ._prepare import JobSpec
@@ -65,4 +66,5 @@ __all__ = [
     "produce",
     "read_job_specs",
     "stored_message",
+    "target_queue",
 ]

@@ -36,6 +36,8 @@ OPTION_NAMES = frozenset(
         "message_attributes",
         "run_at",
         "max_runtime_seconds",
+        "expires_in",
+        "expires_at",
     }
 )
 
@@ -58,6 +60,9 @@ class SendOptions:
     message_attributes: MessageAttributes | None = None
     #: The job's own runtime limit (the body's ``max_runtime_seconds``), or None.
     max_runtime_seconds: float | None = None
+    #: When set, the body carries ``expires_at``: a worker receiving the job
+    #: later deletes it unrun (outcome ``expired``).
+    expires_at: dt.datetime | None = None
 
 
 def check_job_type(job_type: object) -> str:
@@ -187,7 +192,43 @@ def check_options(
         run_at=body_run_at,
         message_attributes=check_message_attributes(options.get("message_attributes")),
         max_runtime_seconds=check_job_runtime(options.get("max_runtime_seconds")),
+        expires_at=check_expiry(options.get("expires_in"), options.get("expires_at")),
     )
+
+
+def check_expiry(expires_in: object, expires_at: object) -> dt.datetime | None:
+    """Return when the job expires (aware, UTC), or None: it never does."""
+    if expires_in is not None and expires_at is not None:
+        raise ValueError("pass either expires_in or expires_at, not both")
+    if expires_in is not None:
+        if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
+            raise TypeError(
+                "expires_in must be a number of seconds; got"
+                f" {type(expires_in).__name__}"
+            )
+        if not math.isfinite(expires_in) or expires_in <= 0:
+            raise ValueError(
+                f"expires_in must be a positive, finite number of seconds; got"
+                f" {expires_in!r}"
+            )
+        return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=expires_in)
+    if expires_at is None:
+        return None
+    if not isinstance(expires_at, dt.datetime):
+        raise TypeError(
+            f"expires_at must be a datetime; got {type(expires_at).__name__}"
+        )
+    if expires_at.tzinfo is None or expires_at.utcoffset() is None:
+        raise ValueError(
+            "expires_at must be timezone-aware, e.g."
+            " datetime.now(UTC) + timedelta(minutes=10)"
+        )
+    try:
+        return expires_at.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(
+            f"expires_at is out of range once in UTC; got {expires_at}"
+        ) from None
 
 
 def _check_id(name: str, value: object) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import typing as t
 
+from ..sqs import priority_queue
 from ._batch_sink import SqsBatchSink
 from ._eager_sink import EagerQueue
 from ._pipeline import produce
@@ -35,7 +36,7 @@ def enqueue(
     options: cabc.Mapping[str, t.Any],
 ) -> str:
     """See :meth:`QueueGroup.enqueue`; ``options`` are its keyword arguments."""
-    queue = group.queue(queue_name)
+    queue_name, queue, options = target_queue(group, queue_name, options)
     prepared = prepare_job(queue, queue_name, job_type, payload, options)
     return produce(group, [prepared], single_sink(queue))[0]
 
@@ -43,10 +44,26 @@ def enqueue(
 def enqueue_many(
     group: NamedQueues, queue_name: str, specs: cabc.Iterable[object]
 ) -> list[str]:
-    """See :meth:`QueueGroup.enqueue_many`."""
-    queue = group.queue(queue_name)
+    """See :meth:`QueueGroup.enqueue_many` (a queue with priority levels: its
+    default level)."""
+    queue_name, queue, _ = target_queue(group, queue_name, {})
     prepared = prepare_jobs(queue, queue_name, specs)
     return produce(group, prepared, batch_sink(queue))
+
+
+def target_queue(
+    group: NamedQueues, queue_name: str, options: cabc.Mapping[str, t.Any]
+) -> tuple[str, SqsQueue, dict[str, t.Any]]:
+    """The queue a job goes to, and its options without ``priority``.
+
+    A queue with priority levels sends to the level of ``priority`` (its
+    middle level without one); see ``engine/sqs/_priorities.py``.
+
+    :raises TypeError, ValueError: ``priority`` is no level of the queue.
+    """
+    rest = dict(options)
+    name = priority_queue(group.priority_levels, queue_name, rest.pop("priority", None))
+    return name, group.queue(name), rest
 
 
 def single_sink(queue: SqsQueue) -> Sink:

@@ -100,6 +100,7 @@ def _send_params(
         job.job_id,
         payload_json=payload_json,
         max_runtime_seconds=options.max_runtime_seconds,
+        expires_at=options.expires_at,
         unique=None
         if job.unique_key is None
         else (job.unique_key, job.unique_until or STARTED),

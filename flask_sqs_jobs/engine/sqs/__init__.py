@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._definitions import add_name_prefix
 from ._definitions import parse_queue_definitions
+from ._definitions import priority_levels
 from ._definitions import QueueDefinition
 from ._errors import aws_error_code
 from ._errors import call_error
@@ -35,6 +36,9 @@ from ._offloading import discard_unsent
 from ._offloading import offload_entries
 from ._offloading import send
 from ._offloading import warn_prefix_only
+from ._priorities import level_name
+from ._priorities import MAX_PRIORITY_LEVELS
+from ._priorities import priority_queue
 from ._queue import SqsQueue
 from ._result_json import read_result
 from ._result_json import result_json
@@ -47,15 +51,15 @@ from ._wire import decode_body
 from ._wire import DecodedBody
 from ._wire import dump_json
 from ._wire import encode_body
-from ._wire import format_utc
 from ._wire import MALFORMED_BODY_CODES
 from ._wire import MAX_JSON_DEPTH
 from ._wire import message_size
 from ._wire import MessageAttributes
 from ._wire import nested_deeper_than
-from ._wire import parse_run_at
 from ._wire import scheduled_for
 from ._wire import string_attribute
+from ._wire_times import format_utc
+from ._wire_times import parse_run_at
 
 __all__ = [
     "read_result",
@@ -103,6 +107,10 @@ __all__ = [
     "offloaded_size",
     "parse_queue_definitions",
     "parse_run_at",
+    "level_name",
+    "MAX_PRIORITY_LEVELS",
+    "priority_levels",
+    "priority_queue",
     "scheduled_for",
     "send",
     "string_attribute",

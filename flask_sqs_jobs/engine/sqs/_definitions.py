@@ -15,6 +15,8 @@ import typing as t
 import urllib.parse
 
 from ..model import MAX_QUEUE_NAME_LENGTH
+from ._priorities import check_priority_levels
+from ._priorities import level_name
 from ._queue import check_queue_options
 from ._queue import SqsQueue
 from ._queue_options import DEFAULT_HEARTBEAT_FRACTION
@@ -31,6 +33,7 @@ DEFINITION_KEYS = frozenset(
         "max_runtime_seconds",
         "retry_backoff_seconds",
         "heartbeat_fraction",
+        "priority_levels",
     }
 )
 _OPTIONS = (
@@ -52,6 +55,9 @@ class QueueDefinition:
     max_runtime_seconds: float = 3600
     retry_backoff_seconds: float | None = None
     heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION
+    #: For one level of a queue with priority levels: (its queue's logical
+    #: name, the level, how many levels); None for any other queue.
+    level_of: tuple[str, int, int] | None = None
 
     @property
     def physical_name(self) -> str:
@@ -88,8 +94,20 @@ def parse_queue_definitions(
         check_queue_name(name)
         if isinstance(definition, QueueDefinition):
             parsed[name] = definition
-        else:
+            continue
+        levels = (
+            definition.get("priority_levels")
+            if isinstance(definition, cabc.Mapping)
+            else None
+        )
+        if levels is None:
             parsed[name] = _parse(name, definition)
+            continue
+        levels = check_priority_levels(name, levels)
+        checked = _parse(
+            name, {k: v for k, v in definition.items() if k != "priority_levels"}
+        )
+        parsed.update(expand_levels(name, checked, levels))
     return parsed
 
 
@@ -186,3 +204,30 @@ def _parse(name: str, definition: object) -> QueueDefinition:
         weight=weight,
         **options,
     )
+
+
+def expand_levels(
+    logical: str, definition: QueueDefinition, levels: int
+) -> dict[str, QueueDefinition]:
+    """The per-level definitions of a queue with ``levels`` priority levels."""
+    if definition.name is None:
+        raise ValueError(
+            f"queue {logical!r}: 'priority_levels' needs 'name', not 'url': each"
+            " level is a queue of its own, named after it"
+        )
+    return {
+        level_name(logical, level): dataclasses.replace(
+            definition,
+            name=level_name(definition.name, level),
+            weight=definition.weight * 2 ** (levels - 1 - level),
+            level_of=(logical, level, levels),
+        )
+        for level in range(levels)
+    }
+
+
+def priority_levels(
+    definitions: cabc.Iterable[QueueDefinition],
+) -> dict[str, int]:
+    """Logical queue -> its number of levels, for the queues that have levels."""
+    return {d.level_of[0]: d.level_of[2] for d in definitions if d.level_of is not None}

@@ -13,6 +13,7 @@ from ..model import UnknownQueueError
 from ._definitions import check_definition_keys
 from ._definitions import check_queue_name
 from ._definitions import check_weight
+from ._priorities import level_name
 from ._queue import SqsQueue
 
 _QUEUE_KEYS = frozenset({"queue", "weight"})
@@ -70,6 +71,9 @@ class NamedQueues:
                     f"middleware must be JobMiddleware instances; got {item!r}"
                 )
         self.hooks = hooks or Hooks()
+        #: Logical queue -> its number of priority levels (each level is a
+        #: queue of the group, ``<name>-p<level>``); set by ``QueueGroup.build``.
+        self.priority_levels: dict[str, int] = {}
 
     @classmethod
     def _of(
@@ -95,6 +99,7 @@ class NamedQueues:
         self._weights = weights
         self.middleware = middleware
         self.hooks = hooks
+        self.priority_levels = {}
 
     # -- the queues --
 
@@ -120,12 +125,24 @@ class NamedQueues:
         return self._weights[name]
 
     def subset(self, names: cabc.Iterable[str]) -> t.Self:
-        """Return a group of only the named queues, sharing middleware and hooks."""
-        chosen = {name: self.queue(name) for name in names}
+        """Return a group of only the named queues, sharing middleware and hooks.
+
+        The name of a queue with priority levels stands for all its levels.
+        """
+        chosen = {
+            level: self.queue(level) for name in names for level in self.levels_of(name)
+        }
         group = copy.copy(self)
         group._queues = chosen
         group._weights = {name: self._weights[name] for name in chosen}
         return group
+
+    def levels_of(self, name: str) -> list[str]:
+        """The queues ``name`` stands for: its levels, or itself."""
+        count = self.priority_levels.get(name)
+        if count is None:
+            return [name]
+        return [level_name(name, level) for level in range(count)]
 
     def polling_order(self, names: cabc.Iterable[str] | None = None) -> list[str]:
         """Return the queue names in a weighted random order.

@@ -1,8 +1,8 @@
 """The wire format: message bodies and attributes, and the SQS quotas they obey.
 
 A job travels as a JSON body ``{"job_type": "...", "payload": {...}, "job_id":
-"..."}`` (plus an optional ``run_at`` for deferral and ``max_runtime_seconds``
-for the job's own runtime limit), one String attribute
+"..."}`` (plus an optional ``run_at`` for deferral, ``max_runtime_seconds``
+for the job's own runtime limit and ``expires_at``), one String attribute
 ``correlation_fields`` holding a JSON object, and one String attribute per
 trace header. Any language may produce it; ``docs/wire-format.md`` is the reference.
 
@@ -21,6 +21,8 @@ from json.encoder import encode_basestring
 
 from ..model import JSONObject
 from ..model import MAX_MESSAGE_ATTRIBUTES
+from ._wire_times import format_utc
+from ._wire_times import parse_run_at
 
 #: How deeply a payload (and a job's result, and the correlation fields) may
 #: nest objects and arrays, the payload object itself being level 1. Enqueue
@@ -40,6 +42,8 @@ SCHEDULED_FOR = "scheduled_for"
 UNIQUE = "unique"
 #: The body key of a job's own runtime limit, in seconds.
 MAX_RUNTIME = "max_runtime_seconds"
+#: The body key of the time after which a job is deleted unrun (ISO 8601, UTC).
+EXPIRES_AT = "expires_at"
 #: Every message's String attribute naming its job type (for consoles and filters).
 JOB_TYPE_ATTRIBUTE = "job_type"
 _RESERVED_ATTRIBUTES = frozenset(
@@ -111,6 +115,7 @@ def encode_body(
     payload_json: str | None = None,
     max_runtime_seconds: float | None = None,
     unique: tuple[str, str] | None = None,
+    expires_at: dt.datetime | None = None,
 ) -> str:
     """Return the message body for a job.
 
@@ -123,6 +128,8 @@ def encode_body(
         joined = _join_body(job_type, payload_json, run_at, job_id)
         if joined is not None and max_runtime_seconds is not None:
             joined = f'{joined[:-1]},"{MAX_RUNTIME}":{float(max_runtime_seconds)!r}}}'
+        if joined is not None and expires_at is not None:
+            joined = f'{joined[:-1]},"{EXPIRES_AT}":"{format_utc(expires_at)}"}}'
         if joined is not None and unique is None:
             return joined
     body: JSONObject = {"job_type": job_type, "payload": payload}
@@ -134,6 +141,8 @@ def encode_body(
         body[MAX_RUNTIME] = float(max_runtime_seconds)
     if unique is not None:
         body[UNIQUE] = {"key": unique[0], "until": unique[1]}
+    if expires_at is not None:
+        body[EXPIRES_AT] = format_utc(expires_at)
     return dump_json(body)
 
 
@@ -158,15 +167,6 @@ def _join_body(
     if run_at is not None:
         body += f',"run_at":"{format_utc(run_at)}"'
     return body + "}"
-
-
-def format_utc(moment: dt.datetime) -> str:
-    """Format an aware datetime as ISO 8601 in UTC (``...Z``), as the wire does."""
-    return (
-        moment.astimezone(dt.UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
 
 
 def string_attribute(value: str) -> dict[str, str]:
@@ -236,6 +236,8 @@ class DecodedBody:
     max_runtime_seconds: object = None
     #: The ``unique`` value as sent (any JSON value, unchecked), or None.
     unique: object = None
+    #: The ``expires_at`` value as sent (any JSON value, unchecked), or None.
+    expires_at: object = None
 
 
 #: Why a body is not a job, as :func:`decode_body` says it, and the short code
@@ -287,22 +289,8 @@ def decode_body(body: object) -> DecodedBody | str:
         data.get(SCHEDULED_FOR),
         data.get(MAX_RUNTIME),
         data.get(UNIQUE),
+        data.get(EXPIRES_AT),
     )
-
-
-def parse_run_at(value: str) -> dt.datetime | None:
-    """Parse a ``run_at`` value into an aware UTC datetime, or None if invalid."""
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        return None
-    try:
-        return parsed.astimezone(dt.UTC)
-    except OverflowError:
-        # e.g. year 9999 at -14:00: valid ISO 8601, but past datetime.max in UTC.
-        return None
 
 
 def scheduled_for(attributes: object, body_value: object) -> dt.datetime | None:

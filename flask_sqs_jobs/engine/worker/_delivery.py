@@ -150,3 +150,21 @@ def received_runtime(value: object) -> float | None:
         )
         return None
     return float(t.cast(float, value))
+
+
+def expired_at(decoded: DecodedBody) -> dt.datetime | None:
+    """The body's ``expires_at`` when it has passed; None: the job may run.
+
+    A value that is no ISO 8601 time with a zone (another producer's) is
+    ignored with a warning: the job runs.
+    """
+    value = decoded.expires_at
+    if value is None:
+        return None
+    expires_at = parse_run_at(value) if isinstance(value, str) else None
+    if expires_at is None:
+        log.warning(
+            "expires_at_invalid", sent_expires_at=loggable_text(repr(value), 64)
+        )
+        return None
+    return expires_at if expires_at <= dt.datetime.now(dt.UTC) else None

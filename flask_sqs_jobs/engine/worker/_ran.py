@@ -18,8 +18,14 @@ from ..model import Retry
 from ..sqs import Pointer
 from ._delivery import Delivery
 
-#: The handler results whose message is deleted (or dead-lettered).
-DELETED_OUTCOMES = (Outcome.SUCCESS, Outcome.DELETE, Outcome.DUPLICATE)
+#: The results whose message is deleted (or dead-lettered).
+DELETED_OUTCOMES = (
+    Outcome.SUCCESS,
+    Outcome.DELETE,
+    Outcome.DUPLICATE,
+    Outcome.EXPIRED,
+    Outcome.CANCELLED,
+)
 
 
 class Kind(enum.Enum):
@@ -29,6 +35,10 @@ class Kind(enum.Enum):
     JOB = "job"
     #: A job that is not due yet (``run_at`` more than a second ahead).
     DEFERRED = "deferred"
+    #: A job received after its ``expires_at``: deleted unrun.
+    EXPIRED = "expired"
+    #: A job cancelled before it started: deleted unrun.
+    CANCELLED = "cancelled"
     #: Not a job at all (not JSON, no job_type, ...).
     MALFORMED = "malformed"
     #: A job of a type this worker has no handler for.
@@ -84,7 +94,7 @@ class Ran:
     handled: HandlerResult = RETURNED
     #: Why a malformed message is not a job.
     reason: str = ""
-    #: When a deferred job is due.
+    #: When a deferred job is due (an expired job's: when it expired).
     run_at: dt.datetime | None = None
     #: Where the body was read from, for a large payload sent through S3.
     pointer: Pointer | None = None

@@ -31,6 +31,8 @@ _LEVELS = {
     Outcome.SUCCESS: "info",
     Outcome.DEFERRED: "info",
     Outcome.DUPLICATE: "info",
+    Outcome.EXPIRED: "warning",
+    Outcome.CANCELLED: "info",
     Outcome.RETRY: "warning",
 }
 #: Outcomes that leave the message in its queue: it comes back.

@@ -16,6 +16,8 @@ import typing as t
 
 import structlog
 
+from ..flow import CancelWatch
+from ..flow import Tombstones
 from ..model import as_multi
 from ..model import call_handler
 from ..model import compose_consume
@@ -48,6 +50,7 @@ from ..sqs import scheduled_for
 from ..unique import received_unique
 from ._delivery import Delivery
 from ._delivery import due_time
+from ._delivery import expired_at
 from ._delivery import received_runtime
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
@@ -79,6 +82,7 @@ class JobRunner:
     :param hooks: the worker's hooks (a failing one is reported to all).
     :param guard: the job's session and idempotency key around the handler;
         by default no store (no sessions, no idempotent handlers).
+    :param tombstones: the store's cancellations; None: no job is cancelled.
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class JobRunner:
         heartbeat: Heartbeat,
         hooks: Hooks,
         guard: JobGuard | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self.handlers = handlers
         #: What the worker counts; the settler counts into the same.
@@ -97,6 +102,9 @@ class JobRunner:
         self._hooks = as_multi(hooks)
         self._guard = guard or JobGuard()
         self._records_progress = overrides(self._hooks, "job_progress")
+        self._cancels = CancelWatch(
+            tombstones, lambda e: report_error(self._hooks, None, e, "store")
+        )
 
     def run(self, delivery: Delivery) -> Ran:
         """Run phase one; never raises ``Exception``.
@@ -144,8 +152,9 @@ class JobRunner:
         """Decode ``body`` and run the job it holds, if it is one of ours now.
 
         A body that is no job is malformed; a job type without a handler is
-        unknown; a job whose ``run_at`` is ahead is deferred (received, but
-        not started); any other job runs its handler.
+        unknown; a job past its ``expires_at``, or cancelled, is deleted
+        unrun; a job whose ``run_at`` is ahead is deferred (received, but not
+        started); any other job runs its handler.
         """
         decoded = body if isinstance(body, DecodedBody) else decode_body(body)
         if isinstance(decoded, str):
@@ -171,17 +180,21 @@ class JobRunner:
         redrive = delivery.queue.redrive_policy()
         receives = None if redrive is None else redrive[1]
         job.max_attempts = max_attempts(handler.retry, receives)
-        run_at = due_time(decoded, delivery)
-        if run_at is not None:
+        expires_at = expired_at(decoded)
+        unrun = Kind.EXPIRED if expires_at is not None else None
+        if unrun is None and self._cancels.arrived(job):
+            unrun = Kind.CANCELLED
+        run_at = None if unrun is not None else due_time(decoded, delivery)
+        if unrun is not None or run_at is not None:
             handled = self._enter_job_context(job, scope)
             return Ran(
                 delivery,
-                Kind.DEFERRED,
+                unrun or Kind.DEFERRED,
                 scope,
                 started,
                 job,
                 handled or RETURNED,
-                run_at=run_at,
+                run_at=run_at or expires_at,
                 pointer=pointer,
             )
         handled, retry = self._run_handler(job, scope, delivery, handler)
@@ -282,14 +295,15 @@ class JobRunner:
             report_error(self._hooks, job.queue, error, "store")
 
         try:
-            handled = self._guard.run(
-                job,
-                delivery,
-                runtime,
-                handler,
-                lambda: self._call(job, delivery, handler),
-                report,
-            )
+            with self._cancels.watching(job, lease.interval):
+                handled = self._guard.run(
+                    job,
+                    delivery,
+                    runtime,
+                    handler,
+                    lambda: self._call(job, delivery, handler),
+                    report,
+                )
         except BaseException as error:
             # SystemExit or KeyboardInterrupt from the handler: the message
             # is left for redelivery and the error goes on up.

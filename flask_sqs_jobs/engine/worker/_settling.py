@@ -28,6 +28,7 @@ from ..model import WorkerCounts
 from ..sqs import after_delete
 from ..sqs import CallError
 from ..sqs import CallFailed
+from ..sqs import format_utc
 from ..sqs import is_lost_ownership
 from ..sqs import MALFORMED_BODY_CODES
 from ._delivery import Delivery
@@ -131,7 +132,10 @@ class Settler:
         if ran.kind is Kind.DEFERRED:
             assert ran.run_at is not None
             return self._report(ran, self._defer(delivery, ran.run_at))
-        settled = self._settle_job(ran)
+        if ran.kind is Kind.EXPIRED or ran.kind is Kind.CANCELLED:
+            settled = self._delete_unrun(ran)
+        else:
+            settled = self._settle_job(ran)
         if settled.outcome in DELETED_OUTCOMES:
             after_delete(delivery.queue, ran.pointer)
         return self._report(ran, settled)
@@ -207,6 +211,15 @@ class Settler:
         fields = {"run_at": run_at.isoformat(), "new_message_id": new_id}
         return self._delete(delivery, Settled(Outcome.DEFERRED, fields=fields))
 
+    def _delete_unrun(self, ran: Ran) -> Settled:
+        """Delete a job that must not run: expired, or cancelled before it started."""
+        self._heartbeat.drop(ran.delivery.lease)
+        if ran.kind is Kind.CANCELLED:
+            return self._delete(ran.delivery, Settled(Outcome.CANCELLED))
+        assert ran.run_at is not None
+        fields = {"expires_at": format_utc(ran.run_at)}
+        return self._delete(ran.delivery, Settled(Outcome.EXPIRED, fields=fields))
+
     # -- jobs whose handler ran --
 
     def _settle_job(self, ran: Ran) -> Settled:
@@ -224,6 +237,10 @@ class Settler:
             return Settled(
                 Outcome.HEARTBEAT_FAILED, result.exception, fields=result.fields
             )
+        if ran.job is not None and ran.job.cancel_requested.is_set():
+            # Cancelled while it ran: whatever the handler did, it is done.
+            cancelled = Settled(Outcome.CANCELLED, result.exception)
+            return self._delete(delivery, cancelled)
         if isinstance(result.exception, IdempotencyConflictError):
             moved = self._dead_letter(delivery, result.exception)
             if moved is not None:

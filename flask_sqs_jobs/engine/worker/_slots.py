@@ -17,6 +17,7 @@ import threading
 
 import structlog
 
+from ..flow import Tombstones
 from ..model import close_thread_loop
 from ..model import Hooks
 from ..model import JobHandler
@@ -94,9 +95,11 @@ class JobProcessing:
         *,
         delete_linger: float = 0.0,
         between: cabc.Callable[[Delivery], None] = _nothing,
+        tombstones: Tombstones | None = None,
     ) -> JobProcessing:
-        """The runner and settler for ``handlers``, sharing one count."""
-        runner = JobRunner(handlers, middleware, heartbeat, hooks, guard)
+        """The runner and settler for ``handlers``, sharing one count
+        (``tombstones``: the store's cancellations, checked by the runner)."""
+        runner = JobRunner(handlers, middleware, heartbeat, hooks, guard, tombstones)
         settler = Settler(
             heartbeat,
             hooks,

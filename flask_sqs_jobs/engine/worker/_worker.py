@@ -1,10 +1,9 @@
 """JobWorker: the polling loop, its slots and its graceful stop.
 
-The parts, each in its own module: receiving (``_receiver`` and the two
-strategies ``_receive_in_order`` and ``_receive_pipelined``), slots
-(``_slots``), running a job (``_running``) and settling it (``_settling``),
-sharing one :class:`~._worker_state.WorkerState`. This module wires them
-together and owns the start-up and the shutdown.
+The parts, each in its own module: receiving (``_receiver``, ``_receive_in_order``,
+``_receive_pipelined``), slots (``_slots``), running a job (``_running``) and
+settling it (``_settling``), sharing one :class:`~._worker_state.WorkerState`.
+This module wires them together and owns the start-up and the shutdown.
 """
 
 from __future__ import annotations
@@ -16,17 +15,17 @@ import typing as t
 
 import structlog
 
+from ..flow import Tombstones
 from ..model import as_job_handler
 from ..model import call_hook
+from ..model import check_worker_options
 from ..model import compose_poll
 from ..model import EXIT_OK
 from ..model import EXIT_RECEIVE_FAILURES
 from ..model import HandlerFunc
 from ..model import Hooks
 from ..model import IdempotencyKeys
-from ..model import is_finite_number
 from ..model import JobHandler
-from ..model import MAX_WAIT_SECONDS
 from ..model import MultiHooks
 from ..model import SessionFactory
 from ..sqs import NamedQueues
@@ -88,6 +87,8 @@ class JobWorker:
         (``store.idempotency_keys()``); needed by idempotent handlers.
     :param session_factory: opens ``current_job.session`` (a SQL store's
         ``store.session``).
+    :param cancellations: a store's cancellations (``store.cancellations()``):
+        a cancelled job is deleted unrun, or asked to stop while it runs.
     """
 
     def __init__(
@@ -102,6 +103,7 @@ class JobWorker:
         hooks: cabc.Sequence[Hooks] = (),
         idempotency_keys: IdempotencyKeys | None = None,
         session_factory: SessionFactory | None = None,
+        cancellations: Tombstones | None = None,
     ) -> None:
         _check_arguments(queues, idle_wait_seconds, concurrency, shutdown_timeout)
         self._group = queues
@@ -113,7 +115,6 @@ class JobWorker:
         self._shutdown_timeout = shutdown_timeout
         self._names = list(queues.names)
         self._hooks = MultiHooks([queues.hooks, *hooks])
-
         self._heartbeat = Heartbeat()
         weights = {n: queues.weight(n) for n in self._names}
         self._state = state = WorkerState(self._names, weights, concurrency)
@@ -127,6 +128,7 @@ class JobWorker:
             guard,
             delete_linger=DELETE_LINGER_SECONDS if concurrency > 1 else 0.0,
             between=state.free_slot,
+            tombstones=cancellations,
         )
         #: What the worker counted: outcomes, malformed messages, unknown types.
         self.counts = processing.counts
@@ -292,10 +294,8 @@ class JobWorker:
         return status
 
     def _cycle_in_order(self) -> None:
-        """One cycle with one slot: take at most one message and run it here.
-
-        Runs inside the ``poll`` middleware, which so wraps the job's run.
-        """
+        """One cycle with one slot: take at most one message and run it here,
+        inside the ``poll`` middleware, which so wraps the job's run."""
         assert self._in_order is not None
         assert self._cycle_thread is not None
         delivery = self._in_order.next_message()
@@ -318,25 +318,4 @@ def _check_arguments(
     """Refuse a worker's arguments that are wrong, saying what to pass instead."""
     if not isinstance(queues, NamedQueues):
         raise TypeError(f"queues must be a QueueGroup; got {type(queues).__name__}")
-    if (
-        isinstance(idle_wait_seconds, bool)
-        or not isinstance(idle_wait_seconds, int)
-        or not 0 <= idle_wait_seconds <= MAX_WAIT_SECONDS
-    ):
-        raise ValueError(
-            f"idle_wait_seconds must be an int 0..{MAX_WAIT_SECONDS} (the SQS"
-            f" long-poll maximum); got {idle_wait_seconds!r}"
-        )
-    if (
-        isinstance(concurrency, bool)
-        or not isinstance(concurrency, int)
-        or concurrency < 1
-    ):
-        raise ValueError(f"concurrency must be an int >= 1; got {concurrency!r}")
-    if shutdown_timeout is not None and (
-        not is_finite_number(shutdown_timeout) or t.cast(float, shutdown_timeout) < 0
-    ):
-        raise ValueError(
-            "shutdown_timeout must be a finite number of seconds >= 0, or None to"
-            f" wait for running jobs; got {shutdown_timeout!r}"
-        )
+    check_worker_options(idle_wait_seconds, concurrency, shutdown_timeout)

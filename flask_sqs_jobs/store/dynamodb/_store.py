@@ -16,6 +16,7 @@ from ._schema import TTL_ATTRIBUTE
 if t.TYPE_CHECKING:
     from ..model import JobRecords
     from ..model import WorkerRegistry
+    from ._cancellations import DynamoDBCancellations
     from ._idempotency import DynamoDBIdempotencyKeys
     from ._ticks import DynamoDBScheduleTicks
     from ._unique_keys import DynamoDBUniqueKeys
@@ -118,6 +119,12 @@ class DynamoDBStore(JobStore):
         from ._records import DynamoDBJobRecords
 
         return DynamoDBJobRecords(self.client, self.table_name, retention_seconds)
+
+    def cancellations(self) -> DynamoDBCancellations:
+        """Tombstones of cancelled jobs, as items ``job#<id>`` / ``cancelled``."""
+        from ._cancellations import DynamoDBCancellations
+
+        return DynamoDBCancellations(self.client, self.table_name)
 
     def worker_registry(self) -> WorkerRegistry:
         """The live workers, as items ``pk = "workers"`` of the table."""

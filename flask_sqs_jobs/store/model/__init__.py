@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from ._base import JobStore
+from ._cancellations import Cancellations
+from ._cancellations import MAX_READ_BATCH
+from ._cancellations import TOMBSTONE_RETENTION_SECONDS
+from ._records import CANCELLED
 from ._records import check_status
 from ._records import DEAD_LETTERED
 from ._records import DEFERRED
 from ._records import DUPLICATE
+from ._records import EXPIRED
 from ._records import FAILED
 from ._records import FINAL
 from ._records import in_rounds
@@ -29,7 +34,12 @@ from ._records import WorkerRecord
 from ._records import WorkerRegistry
 
 __all__ = [
+    "CANCELLED",
+    "Cancellations",
+    "EXPIRED",
     "FINAL",
+    "MAX_READ_BATCH",
+    "TOMBSTONE_RETENTION_SECONDS",
     "in_rounds",
     "RefusedWrite",
     "DEAD_LETTERED",

@@ -8,6 +8,7 @@ import typing as t
 if t.TYPE_CHECKING:
     from ...engine.model import IdempotencyKeys
     from ...engine.unique import UniqueKeys
+    from ._cancellations import Cancellations
     from ._records import JobRecords
     from ._records import WorkerRegistry
 
@@ -62,6 +63,10 @@ class JobStore(abc.ABC):
     def worker_registry(self) -> WorkerRegistry:
         """The store's registry of live workers."""
         raise NotImplementedError(f"a {self.kind} store keeps no worker registry")
+
+    def cancellations(self) -> Cancellations:
+        """The store's tombstones of cancelled jobs (``jobs.cancel``)."""
+        raise NotImplementedError(f"a {self.kind} store keeps no cancellations")
 
     def schedule_ticks(self) -> t.Any:
         """The ticks of periodic jobs that workers claimed (each claimed once).

@@ -29,6 +29,8 @@ FAILED = "failed"
 DEAD_LETTERED = "dead_lettered"
 DEFERRED = "deferred"
 DUPLICATE = "duplicate"
+EXPIRED = "expired"
+CANCELLED = "cancelled"
 STATUSES = (
     QUEUED,
     RUNNING,
@@ -38,6 +40,8 @@ STATUSES = (
     DEAD_LETTERED,
     DEFERRED,
     DUPLICATE,
+    EXPIRED,
+    CANCELLED,
 )
 
 #: The order of the statuses within one attempt. An attempt's end (rank 3)
@@ -51,6 +55,8 @@ STATUS_RANK = {
     FAILED: 3,
     DEAD_LETTERED: 3,
     DUPLICATE: 3,
+    EXPIRED: 3,
+    CANCELLED: 3,
 }
 #: A job in one of these statuses is sent again with a fresh receive count
 #: (deferral re-sends it, a redrive moves it back): a new delivery's
@@ -59,7 +65,7 @@ RESTARTING = frozenset({DEFERRED, DEAD_LETTERED})
 RESTARTS = frozenset({RUNNING, DEFERRED})
 #: Statuses after which the job is done (``finished_at`` is set): no later
 #: write changes such a record, but a restart of a dead-lettered one.
-FINAL = frozenset({SUCCEEDED, FAILED, DEAD_LETTERED, DUPLICATE})
+FINAL = frozenset({SUCCEEDED, FAILED, DEAD_LETTERED, DUPLICATE, EXPIRED, CANCELLED})
 
 #: A progress update: changes ``progress`` and ``progress_message`` only.
 PROGRESS = "progress"
@@ -77,7 +83,7 @@ class JobRecord:
     #: The logical queue name.
     queue: str
     #: One of ``queued``, ``running``, ``succeeded``, ``retrying``, ``failed``,
-    #: ``dead_lettered``, ``deferred``, ``duplicate``.
+    #: ``dead_lettered``, ``deferred``, ``duplicate``, ``expired``, ``cancelled``.
     status: str
     #: The receive count of the job's latest delivery (0 while queued).
     attempts: int

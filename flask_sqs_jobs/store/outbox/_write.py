@@ -32,6 +32,7 @@ from ...engine.producing import PreparedJob
 from ...engine.producing import produce
 from ...engine.producing import Sink
 from ...engine.producing import StagedMessage
+from ...engine.producing import target_queue
 from ..sql import outbox_table
 from . import _rows as _outbox_rows
 from ._after_commit import AfterCommit
@@ -104,9 +105,9 @@ def add_to_outbox(
     :raises TypeError, ValueError: the job is wrong, as :meth:`QueueGroup.enqueue`
         would say; nothing was written.
     """
-    sqs_queue = group.queue(queue)
+    queue, sqs_queue, options = target_queue(group, queue, enqueue_options)
     prepared = prepare_job(
-        sqs_queue, queue, job_type, payload, enqueue_options, job_id_deduplicates=True
+        sqs_queue, queue, job_type, payload, options, job_id_deduplicates=True
     )
     return produce(group, [prepared], RowSink(session, group))[0]
 
@@ -119,7 +120,7 @@ def add_many_to_outbox(
     Each job is what :meth:`QueueGroup.enqueue_many` takes; every job is
     checked before any row is written.
     """
-    sqs_queue = group.queue(queue)
+    queue, sqs_queue, _ = target_queue(group, queue, {})
     prepared = prepare_jobs(sqs_queue, queue, jobs, job_id_deduplicates=True)
     return produce(group, prepared, RowSink(session, group)) if prepared else []
 

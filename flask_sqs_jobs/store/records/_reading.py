@@ -1,9 +1,10 @@
-"""Reading job records for ``jobs.get_job`` and the CLI."""
+"""Reading job records for ``jobs.get_job`` and the CLI; ``jobs.cancel``."""
 
 from __future__ import annotations
 
 from ...engine.model import Hooks
 from ...engine.model import is_job_id
+from ..model import FINAL
 from ..model import JobRecord
 from ..model import JobStore
 from ._recording import recorder_of
@@ -29,3 +30,20 @@ def get_job(store: JobStore, hooks: Hooks, job_id: str) -> JobRecord | None:
     if recorder is not None:
         recorder.writer.flush(FLUSH_TIMEOUT)
     return store.job_records().get(job_id)
+
+
+def cancel(store: JobStore, hooks: Hooks, job_id: str) -> bool:
+    """``jobs.cancel``: tombstone ``job_id`` if its record is there, unfinished.
+
+    The record is read as :func:`get_job` reads it (after this process's own
+    pending writes, so a job enqueued just before is known). A job that
+    finishes between the read and the write keeps its record; its tombstone
+    is never read.
+
+    :raises TypeError: ``job_id`` is not a str.
+    """
+    record = get_job(store, hooks, job_id)
+    if record is None or record.status in FINAL:
+        return False
+    store.cancellations().cancel(job_id)
+    return True

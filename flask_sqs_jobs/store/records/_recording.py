@@ -39,6 +39,8 @@ STATUS_OF_OUTCOME = {
     "dead_lettered": r.DEAD_LETTERED,
     "deferred": r.DEFERRED,
     "duplicate": r.DUPLICATE,
+    "expired": r.EXPIRED,
+    "cancelled": r.CANCELLED,
     "heartbeat_failed": r.RETRYING,
     "delete_failed": r.RETRYING,
 }
@@ -129,8 +131,9 @@ class RecordingHooks(Hooks):
             _attempts(job),
             now,
             enqueued_at=_sent_at(job),
+            # Not started (a running job cancelled keeps its running start).
             started_at=None
-            if status == r.DEFERRED
+            if status in (r.DEFERRED, r.EXPIRED, r.CANCELLED)
             else now - dt.timedelta(milliseconds=duration_ms),
             finished_at=now if status in FINAL else None,
             result=kept,

@@ -24,6 +24,7 @@ from ._unique_keys import SQLUniqueKeys
 if t.TYPE_CHECKING:
     from ..model import JobRecords
     from ..model import WorkerRegistry
+    from ._cancellations import SQLCancellations
     from ._ticks import SQLScheduleTicks
 
 #: How long SQLite waits for another writer's lock before failing (ms).
@@ -109,6 +110,12 @@ class SQLAlchemyStore(JobStore):
     def idempotency_keys(self) -> SQLIdempotencyKeys:
         """The ``sqs_jobs_idempotency`` table, for idempotent handlers."""
         return SQLIdempotencyKeys(lambda: self.engine)
+
+    def cancellations(self) -> SQLCancellations:
+        """The ``sqs_jobs_cancellations`` table: tombstones of cancelled jobs."""
+        from ._cancellations import SQLCancellations
+
+        return SQLCancellations(lambda: self.engine)
 
     def unique_keys(self) -> SQLUniqueKeys:
         """The ``sqs_jobs_unique_keys`` table, for unique jobs."""

@@ -136,7 +136,7 @@ jobs = sa.Table(
     #: The logical queue name.
     sa.Column("queue", sa.String(255), nullable=False),
     #: ``queued``, ``running``, ``succeeded``, ``retrying``, ``failed``,
-    #: ``dead_lettered``, ``deferred`` or ``duplicate``.
+    #: ``dead_lettered``, ``deferred``, ``duplicate``, ``expired`` or ``cancelled``.
     sa.Column("status", sa.String(16), nullable=False),
     #: The receive count of the job's latest delivery (0 while queued).
     sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
@@ -153,6 +153,15 @@ jobs = sa.Table(
     sa.Index("sqs_jobs_jobs_updated_at", "updated_at"),
     sa.Index("sqs_jobs_jobs_status_updated_at", "status", "updated_at"),
     sa.Index("sqs_jobs_jobs_queue_updated_at", "queue", "updated_at"),
+)
+
+#: Tombstones of cancelled jobs (``jobs.cancel``), pruned by the next cancel.
+cancellations = sa.Table(
+    "sqs_jobs_cancellations",
+    metadata,
+    sa.Column("job_id", sa.String(128), primary_key=True),
+    sa.Column("cancelled_at", UTCDateTime(), nullable=False),
+    sa.Index("sqs_jobs_cancellations_cancelled_at", "cancelled_at"),
 )
 
 #: Live workers, each refreshed every 15 seconds and removed on a graceful stop.
