@@ -116,3 +116,30 @@ def test_a_delivery_that_found_its_own_job_ids_key_completed_finishes_the_record
     hooks.job_finished(held_by("j-1"), Outcome.DUPLICATE, 1.0, None, result={"n": 2})
     assert (after := records.get("j-1")) is not None
     assert after.result == {"n": 1}
+
+
+@pytest.mark.parametrize("outcome", [Outcome.DELETE_FAILED, Outcome.HEARTBEAT_FAILED])
+def test_a_run_that_completed_its_key_succeeded_whatever_its_delete(
+    outcome: Outcome,
+) -> None:
+    """The delete may have been applied with its answer lost: no delivery follows
+    to finish the record, and any that does is a duplicate."""
+    job = held_by(None)
+    assert job._runtime is not None
+    job._runtime.key_completed = True
+    collected = Collected()
+    hooks = RecordingHooks(
+        RecordWriter(lambda: t.cast(t.Any, collected), synchronous=True)
+    )
+    hooks.job_finished(job, outcome, 5.0, None, result={"n": 1})
+    [written] = collected.events
+    assert (written.status, written.result, written.error) == (
+        "succeeded",
+        '{"n":1}',
+        None,
+    )
+    assert written.finished_at is not None
+    # Without a completed key the job runs again: it is retrying.
+    job._runtime.key_completed = False
+    hooks.job_finished(job, outcome, 5.0, None, result={"n": 1})
+    assert collected.events[-1].status == "retrying"
