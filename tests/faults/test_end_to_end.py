@@ -151,9 +151,11 @@ def test_the_whole_system_keeps_its_promises(
         load_end = time.time()
         ticks_due = _minute_boundaries(ready_at + 1, load_end)
 
+        state: dict[str, object] = {}
+
         def settled_once() -> bool:
             shop.check()
-            queued = sum(sum(harness.counts(q.url)) for q in queues.values())
+            queued = {n: harness.counts(q.url) for n, q in queues.items()}
             with store.engine.connect() as connection:
                 pending = connection.execute(
                     sa.text("SELECT count(*) FROM sqs_jobs_outbox")
@@ -165,11 +167,11 @@ def test_the_whole_system_keeps_its_promises(
                         )
                     ).scalars()
                 )
-            return (
-                not queued
-                and not pending
-                and all(tick.isoformat() in done for tick in ticks_due)
-            )
+            missing = [
+                tick.isoformat() for tick in ticks_due if tick.isoformat() not in done
+            ]
+            state.update(queued=queued, outbox_rows=pending, ticks_missing=missing)
+            return not any(map(sum, queued.values())) and not pending and not missing
 
         streak = 0
 
@@ -178,7 +180,16 @@ def test_the_whole_system_keeps_its_promises(
             streak = streak + 1 if settled_once() else 0
             return streak >= 3
 
-        wait_until(settled, 300, lambda: "the queues and the outbox to empty", 1.0)
+        def unsettled() -> str:
+            ticks = [
+                {k: e.get(k) for k in ("event", "tick", "pid", "timestamp")}
+                for w in [*shop.all_workers(), *shop.retired]
+                for e in list(w.events)
+                if str(e.get("event", "")).startswith("schedule_")
+            ]
+            return f"the queues, the outbox and the ticks to settle: {state}; {ticks}"
+
+        wait_until(settled, 480, unsettled, 1.0)
         statuses = shop.stop()
         dead = [
             f"{m.get('Body', '')[:160]} {m.get('MessageAttributes', {})}"
