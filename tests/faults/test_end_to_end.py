@@ -182,10 +182,10 @@ def test_the_whole_system_keeps_its_promises(
 
         def unsettled() -> str:
             ticks = [
-                {k: e.get(k) for k in ("event", "tick", "pid", "timestamp")}
+                {k: e.get(k) for k in ("event", "tick", "error", "timestamp")}
                 for w in [*shop.all_workers(), *shop.retired]
                 for e in list(w.events)
-                if str(e.get("event", "")).startswith("schedule_")
+                if str(e.get("event", "")).startswith("schedule")
             ]
             return f"the queues, the outbox and the ticks to settle: {state}; {ticks}"
 
