@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
+import dataclasses
 import glob
 import os
 import pathlib
@@ -57,9 +58,28 @@ def _demote() -> cabc.Callable[[], None] | None:
     return demote
 
 
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """A running cluster: the URL of its ``postgres`` db, and a way to restart it."""
+
+    url: str
+    restart: cabc.Callable[[], None]
+
+
 @contextlib.contextmanager
 def postgres_cluster() -> cabc.Iterator[str]:
     """Start a cluster; yield a ``postgresql+psycopg://`` URL of its ``postgres`` db."""
+    with postgres_server() as cluster:
+        yield cluster.url
+
+
+@contextlib.contextmanager
+def postgres_server() -> cabc.Iterator[Cluster]:
+    """Start a cluster; yield it (:meth:`Cluster.restart` is ``pg_ctl restart``).
+
+    A restart stops the server in ``fast`` mode (open sessions are ended)
+    and starts it again on the same port with the same options.
+    """
     bin_dir = require_postgres()
     root = pathlib.Path(tempfile.mkdtemp(prefix="sqs-jobs-pg-"))
     demote = _demote()
@@ -110,8 +130,15 @@ def postgres_cluster() -> cabc.Iterator[str]:
         str(root / "log"),
         "start",
     )
+    pg_ctl = [str(bin_dir / "pg_ctl"), "-D", str(data)]
+
+    def restart() -> None:
+        run(*pg_ctl, "-m", "fast", "-w", "-t", "60", "-l", str(root / "log"), "restart")
+
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+        yield Cluster(
+            f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", restart
+        )
     finally:
         run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(root, ignore_errors=True)

@@ -32,6 +32,8 @@ log = structlog.get_logger(__name__)
 
 #: The longest sleep, so a wall clock set forward or back is noticed.
 MAX_SLEEP_SECONDS = 300.0
+#: How soon a tick whose claim failed is tried again (until the next tick).
+FIRE_RETRY_SECONDS = 2.0
 
 
 def utc_now() -> dt.datetime:
@@ -60,6 +62,8 @@ class Scheduler:
         self.hooks = hooks
         self.clock = clock or (lambda: utc_now())
         self._next: dict[str, dt.datetime] = {}
+        #: Per schedule, the tick whose claim failed, tried again at ``_next``.
+        self._retrying: dict[str, dt.datetime] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -97,16 +101,30 @@ class Scheduler:
             self._thread.join()
 
     def run_due(self, now: dt.datetime) -> float:
-        """Fire every tick due at ``now``; return the seconds until the next one."""
+        """Fire every tick due at ``now``; return the seconds until the next one.
+
+        A tick whose claim failed (the store or SQS down) is tried again every
+        :data:`FIRE_RETRY_SECONDS` until the schedule's next tick is due.
+        """
         for schedule in self.schedules:
-            tick = self._next[schedule.name]
-            if tick <= now:
-                self.fire(schedule, tick)
-                # Ticks that passed while this one was sent (or the machine
-                # slept) are skipped, as missed ones are.
-                self._next[schedule.name] = schedule.expression.next_after(
-                    max(tick, now)
-                )
+            name = schedule.name
+            if self._next[name] > now:
+                continue
+            tick = self._retrying.pop(name, None)
+            if tick is None:
+                tick = self._next[name]
+            elif (newer := schedule.expression.next_after(tick)) <= now:
+                tick = newer  # the failed tick is missed: a newer one is due
+            fired = self._claim(schedule, tick)
+            # Ticks that passed while this one was sent (or the machine
+            # slept) are skipped, as missed ones are.
+            following = schedule.expression.next_after(max(tick, now))
+            again = now + dt.timedelta(seconds=FIRE_RETRY_SECONDS)
+            if fired is None and again < following:
+                self._retrying[name] = tick
+                self._next[name] = again
+            else:
+                self._next[name] = following
         wake = min(self._next.values()) if self._next else now
         seconds = (wake - now).total_seconds()
         recheck = self.claims.recover(time.time())
@@ -116,18 +134,26 @@ class Scheduler:
 
     def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
         """Enqueue ``tick`` unless another worker did; log and count it if so."""
+        fired = self._claim(schedule, tick)
+        return fired[0] if fired is not None else None
+
+    def _claim(self, schedule: Schedule, tick: dt.datetime) -> tuple[str | None] | None:
+        """Fire ``tick``: (its job id, or None when taken), or None when it failed."""
         try:
             job_id = self.claims.fire(schedule, tick)
         except Exception:
             log.exception(
-                "schedule_fire_failed", schedule=schedule.name, tick=tick_text(tick)
+                "schedule_fire_failed",
+                schedule=schedule.name,
+                tick=tick_text(tick),
+                retry_in=FIRE_RETRY_SECONDS,
             )
             return None
         if job_id is None:
             log.debug(
                 "schedule_tick_taken", schedule=schedule.name, tick=tick_text(tick)
             )
-            return None
+            return (None,)
         log.info(
             "schedule_fired",
             schedule=schedule.name,
@@ -136,7 +162,7 @@ class Scheduler:
         )
         if self.hooks is not None:
             self.hooks.schedule_fired(schedule.name)
-        return job_id
+        return (job_id,)
 
     def _run(self) -> None:
         timeout = 0.0

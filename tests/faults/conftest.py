@@ -30,10 +30,15 @@ from .proxy import FaultProxy
 #: Where the scenarios' figures are also written as JSON, when set.
 REPORT_VARIABLE = "SQS_JOBS_FAULTS_REPORT"
 _RESULTS = pytest.StashKey[list[dict[str, t.Any]]]()
+_TABLES = pytest.StashKey[list[tuple[str, str]]]()
 
 
 class Report(t.Protocol):
     def __call__(self, scenario: str, **figures: t.Any) -> None: ...
+
+
+class Tables(t.Protocol):
+    def __call__(self, title: str, text: str) -> None: ...
 
 
 def pytest_collection_modifyitems(
@@ -53,6 +58,10 @@ def pytest_collection_modifyitems(
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:
+    for title, text in config.stash.get(_TABLES, []):
+        terminalreporter.section(title)
+        for line in text.splitlines():
+            terminalreporter.write_line(line)
     results = config.stash.get(_RESULTS, [])
     if not results:
         return
@@ -71,6 +80,17 @@ def report(request: pytest.FixtureRequest) -> Report:
 
     def add(scenario: str, **figures: t.Any) -> None:
         results.append({"scenario": scenario, "mode": mode(), **figures})
+
+    return add
+
+
+@pytest.fixture
+def tables(request: pytest.FixtureRequest) -> Tables:
+    """Keep a text table to print at the end of the run (invariants, say)."""
+    kept = request.config.stash.setdefault(_TABLES, [])
+
+    def add(title: str, text: str) -> None:
+        kept.append((title, text))
 
     return add
 

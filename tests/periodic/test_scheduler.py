@@ -9,6 +9,7 @@ import typing as t
 import pytest
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.engine.ops._metrics import PrometheusMetrics
+from flask_sqs_jobs.periodic import _scheduler
 from flask_sqs_jobs.periodic._schedule import Schedule
 from flask_sqs_jobs.periodic._scheduler import Scheduler
 
@@ -148,3 +149,33 @@ def test_prime_logs_the_next_tick_of_every_schedule(
     Scheduler([schedule(catch_up=catch_up)], RecordedClaims()).prime(T0)
     started = [e for e in log_events if e["event"] == "scheduler_started"]
     assert started[0]["schedules"] == {"hourly": "2026-06-01T03:00:00Z"}
+
+
+def test_a_tick_whose_claim_failed_is_tried_again_until_the_next_tick(
+    log_events: list[dict[str, t.Any]],
+) -> None:
+    """The database restarting at the tick: the tick still fires, once."""
+
+    class Restarting(RecordedClaims):
+        failures = 2
+
+        def fire(self, schedule: Schedule, tick: dt.datetime) -> str | None:
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("the database system is shutting down")
+            return super().fire(schedule, tick)
+
+    claims = Restarting()
+    scheduler = Scheduler([schedule()], claims)
+    scheduler.prime(T0)
+    three = dt.datetime(2026, 6, 1, 3, tzinfo=UTC)
+    assert scheduler.run_due(three) == _scheduler.FIRE_RETRY_SECONDS
+    later = three + dt.timedelta(seconds=_scheduler.FIRE_RETRY_SECONDS)
+    assert scheduler.run_due(later) == _scheduler.FIRE_RETRY_SECONDS
+    assert claims.fired == []
+    scheduler.run_due(later + dt.timedelta(seconds=_scheduler.FIRE_RETRY_SECONDS))
+    assert claims.fired == [("hourly", three)]
+    scheduler.run_due(three + dt.timedelta(minutes=5))
+    assert claims.fired == [("hourly", three)]
+    failed = [e for e in log_events if e["event"] == "schedule_fire_failed"]
+    assert [e["retry_in"] for e in failed] == [_scheduler.FIRE_RETRY_SECONDS] * 2

@@ -9,6 +9,7 @@ import pytest
 from flask_sqs_jobs.engine import Job
 from flask_sqs_jobs.engine import Outcome
 from flask_sqs_jobs.engine.model._job_runtime import JobRuntime
+from flask_sqs_jobs.store import JobStore
 from flask_sqs_jobs.store.model._records import JobEvent
 from flask_sqs_jobs.store.records._recording import RecordingHooks
 from flask_sqs_jobs.store.records._writer import RecordWriter
@@ -75,15 +76,70 @@ def test_an_error_whose_text_cannot_be_read_still_finishes_the_record() -> None:
     assert written.finished_at is not None
 
 
-@pytest.mark.parametrize(
-    ("holder", "writes"), [("j-1", 0), ("another-job", 1), (None, 1)]
-)
-def test_a_delivery_that_found_its_own_job_ids_key_taken_writes_nothing(
-    holder: str | None, writes: int
-) -> None:
+def held_by(holder: str | None) -> Job:
     job = Job("t", {}, "default", job_id="j-1", receive_count=3)
     runtime = JobRuntime(t.cast(t.Any, None), None)
     runtime.key_holder = holder
     job._runtime = runtime
-    for outcome in (Outcome.DUPLICATE, Outcome.RETRY, Outcome.DEAD_LETTERED):
+    return job
+
+
+@pytest.mark.parametrize(
+    ("holder", "writes"), [("j-1", 0), ("another-job", 1), (None, 1)]
+)
+def test_a_delivery_that_found_its_own_job_ids_key_held_writes_nothing(
+    holder: str | None, writes: int
+) -> None:
+    job = held_by(holder)
+    for outcome in (Outcome.RETRY, Outcome.DEAD_LETTERED):
         assert len(recorded(job, outcome, None)) == writes
+
+
+def test_a_delivery_that_found_its_own_job_ids_key_completed_finishes_the_record(
+    store: JobStore,
+) -> None:
+    """The run that completed the key died before its record said so (SIGKILL),
+    or its delete failed (``retrying``): the job is done, so the record is too."""
+    records = store.job_records()
+    hooks = RecordingHooks(RecordWriter(lambda: records, synchronous=True))
+    first = Job("t", {}, "default", job_id="j-1", receive_count=1)
+    hooks.job_started(first)
+    hooks.job_finished(first, Outcome.DELETE_FAILED, 5.0, None, result={"n": 1})
+    assert (before := records.get("j-1")) is not None
+    assert before.status == "retrying"
+    hooks.job_finished(held_by("j-1"), Outcome.DUPLICATE, 1.0, None, result={"n": 1})
+    record = records.get("j-1")
+    assert record is not None
+    assert (record.status, record.result, record.error) == ("succeeded", {"n": 1}, None)
+    assert record.finished_at is not None
+    # A finished record stays as it is.
+    hooks.job_finished(held_by("j-1"), Outcome.DUPLICATE, 1.0, None, result={"n": 2})
+    assert (after := records.get("j-1")) is not None
+    assert after.result == {"n": 1}
+
+
+@pytest.mark.parametrize("outcome", [Outcome.DELETE_FAILED, Outcome.HEARTBEAT_FAILED])
+def test_a_run_that_completed_its_key_succeeded_whatever_its_delete(
+    outcome: Outcome,
+) -> None:
+    """The delete may have been applied with its answer lost: no delivery follows
+    to finish the record, and any that does is a duplicate."""
+    job = held_by(None)
+    assert job._runtime is not None
+    job._runtime.key_completed = True
+    collected = Collected()
+    hooks = RecordingHooks(
+        RecordWriter(lambda: t.cast(t.Any, collected), synchronous=True)
+    )
+    hooks.job_finished(job, outcome, 5.0, None, result={"n": 1})
+    [written] = collected.events
+    assert (written.status, written.result, written.error) == (
+        "succeeded",
+        '{"n":1}',
+        None,
+    )
+    assert written.finished_at is not None
+    # Without a completed key the job runs again: it is retrying.
+    job._runtime.key_completed = False
+    hooks.job_finished(job, outcome, 5.0, None, result={"n": 1})
+    assert collected.events[-1].status == "retrying"

@@ -8,9 +8,11 @@ import datetime as dt
 import threading
 import typing as t
 
+import pytest
 from flask_sqs_jobs.engine.ops._store_errors import store_error_counts
 from flask_sqs_jobs.store.model._records import JobEvent
 from flask_sqs_jobs.store.model._records import RefusedWrite
+from flask_sqs_jobs.store.records import _writer
 from flask_sqs_jobs.store.records._writer import RecordWriter
 
 if t.TYPE_CHECKING:
@@ -98,3 +100,27 @@ def test_a_failed_write_is_handed_to_on_error_with_its_queue() -> None:
         JobEvent("j1", "work", "critical", "queued", 0, dt.datetime.now(dt.UTC))
     )
     assert errors == [("critical", "database down")]
+
+
+def test_a_failed_write_is_written_again_while_the_database_restarts(
+    monkeypatch: pytest.MonkeyPatch, log_events: list[EventDict]
+) -> None:
+    monkeypatch.setattr(_writer, "RETRY_DELAYS", (0.0, 0.0, 0.0))
+
+    class Restarting:
+        def __init__(self) -> None:
+            self.failures = 2
+            self.written: list[str] = []
+
+        def write(self, events: list[JobEvent]) -> None:
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("the database system is shutting down")
+            self.written.extend(e.job_id for e in events)
+
+    records = Restarting()
+    writer = RecordWriter(lambda: t.cast(t.Any, records))
+    writer.submit(event(1))
+    assert writer.flush(timeout=30)
+    assert records.written == ["j-1"]
+    assert not [e for e in log_events if e["event"] == "job_record_failed"]

@@ -7,6 +7,7 @@ import typing as t
 import pytest
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.engine.ops._metrics import PrometheusMetrics
+from flask_sqs_jobs.store.records import _writer
 from flask_sqs_jobs.testing import work_off
 
 from tests.conftest import MakeApp
@@ -32,7 +33,10 @@ def test_a_failing_store_leaves_the_outcome_and_counts_the_errors(
     app_config: dict[str, t.Any],
     tmp_path: t.Any,
     log_events: list[EventDict],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # One write again at once before giving up, rather than 15 s of retries.
+    monkeypatch.setattr(_writer, "RETRY_DELAYS", (0.0,))
     url = (
         f"sqlite:///{tmp_path / 'never-initialised.db'}"
         if broken == "tables missing"

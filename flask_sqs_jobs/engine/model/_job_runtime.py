@@ -37,7 +37,7 @@ class JobRuntime:
         records jobs.
     """
 
-    __slots__ = ("_progress", "_renewal", "key_holder", "session")
+    __slots__ = ("_progress", "_renewal", "key_completed", "key_holder", "session")
 
     def __init__(self, session: JobSession, progress: ProgressSink | None) -> None:
         self.session = session
@@ -46,6 +46,9 @@ class JobRuntime:
         #: The job id that held or completed this job's idempotency key when
         #: the guard found it taken (a duplicate, in progress, a conflict).
         self.key_holder: str | None = None
+        #: Whether this delivery completed the job's idempotency key: its work
+        #: is done, whatever becomes of the message's delete.
+        self.key_completed = False
 
     def report_progress(self, fraction: float, message: str | None) -> None:
         """Hand a checked progress report to the sink (from the handler's thread)."""

@@ -170,6 +170,8 @@ class JobGuard:
             if error is not None:
                 report(error)
                 handled = HandlerResult(Outcome.RETRY, error)
+            elif held is not None:
+                runtime.key_completed = True
         self._handler_done(runtime, session, held, failed=not handled.succeeded)
         if held is None:
             return handled

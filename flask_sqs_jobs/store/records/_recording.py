@@ -110,15 +110,24 @@ class RecordingHooks(Hooks):
         """Record the settled outcome: its status, times, result or error.
 
         Called by the runner's reporting once the message is settled. Skips
-        a delivery that did not run because another delivery holds or
-        completed its idempotency key: that record is the holder's.
+        a delivery that did not run because another delivery holds its
+        idempotency key: that record is the holder's. When an earlier delivery
+        of the same job completed the key, the job is done: the record
+        becomes ``succeeded`` with the kept result, unless it is finished
+        already (the earlier delivery's own write was lost with its process,
+        or said ``retrying`` when its delete failed). A run that completed its
+        key is ``succeeded`` even when its delete failed.
         """
         runtime = job._runtime
-        if runtime is not None and runtime.key_holder == job.job_id:
-            # Not run: another delivery of this job id holds or completed its
-            # key, and the record is that delivery's.
-            return
         status = STATUS_OF_OUTCOME.get(str(outcome), r.RETRYING)
+        if runtime is not None and runtime.key_holder == job.job_id:
+            if status != r.DUPLICATE:
+                return  # not run: the key is held (in progress) or conflicts
+            status = r.SUCCEEDED
+        elif runtime is not None and runtime.key_completed and status == r.RETRYING:
+            # Its delete or a heartbeat failed, but this run completed the key:
+            # the job is done, and a later delivery is a duplicate.
+            status = r.SUCCEEDED
         now = _now()
         kept = error = None
         if status == r.SUCCEEDED:

@@ -41,6 +41,9 @@ MAX_PENDING = 10_000
 BATCH_SIZE = 200
 #: A full queue is logged at most this often (seconds).
 DROP_LOG_INTERVAL = 10.0
+#: The writer thread's waits (seconds) before writing a failed batch again, so
+#: a database restarting loses no record; then the batch is dropped.
+RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class RecordWriter:
@@ -149,31 +152,47 @@ class RecordWriter:
                 except queue.Empty:
                     break
             try:
-                self._write(batch)
+                self._write(batch, RETRY_DELAYS)
             finally:
                 for _ in batch:
                     pending.task_done()
 
-    def _write(self, batch: list[JobEvent]) -> None:
-        """Write ``batch``; a failure is counted, logged and reported, not raised."""
-        try:
-            if self._records is None:
-                self._records = self._make_records()
-            refused = self._records.write(batch)
-        except Exception as exc:
-            count_store_error(PART, len(batch))
-            log.warning(
-                "job_record_failed",
-                writes=len(batch),
-                job_id=batch[0].job_id,
-                error_type=type(exc).__name__,
-                error=loggable_text(str(exc)),
-            )
-            queues = {event.queue for event in batch}
-            self._report(queues.pop() if len(queues) == 1 else None, exc)
-            return
+    def _write(
+        self, batch: list[JobEvent], retry_delays: cabc.Sequence[float] = ()
+    ) -> None:
+        """Write ``batch``, again after each of ``retry_delays`` while it fails.
+
+        A final failure is counted, logged and reported, not raised. Writing a
+        batch again is safe: each write is a conditional upsert.
+        """
+        delays = iter(retry_delays)
+        while True:
+            try:
+                if self._records is None:
+                    self._records = self._make_records()
+                refused = self._records.write(batch)
+                break
+            except Exception as exc:
+                delay = next(delays, None)
+                if delay is None:
+                    self._failed(batch, exc)
+                    return
+                time.sleep(delay)
         for each in refused or ():
             self._refused(each)
+
+    def _failed(self, batch: list[JobEvent], exc: Exception) -> None:
+        """Count, log and report a batch given up on."""
+        count_store_error(PART, len(batch))
+        log.warning(
+            "job_record_failed",
+            writes=len(batch),
+            job_id=batch[0].job_id,
+            error_type=type(exc).__name__,
+            error=loggable_text(str(exc)),
+        )
+        queues = {event.queue for event in batch}
+        self._report(queues.pop() if len(queues) == 1 else None, exc)
 
     def _refused(self, refused: RefusedWrite) -> None:
         """Count each refusal; log it once per job id and type (lock held briefly)."""
