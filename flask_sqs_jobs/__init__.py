@@ -12,6 +12,7 @@ import typing as t
 from . import signals as signals
 from ._task_enqueue import EnqueuedJob
 from ._tasks import Task
+from .engine import ConcurrencyLimit
 from .engine import current_job
 from .engine import EnqueueBatchError
 from .engine import IdempotencyConflictError
@@ -20,6 +21,7 @@ from .engine import JobMiddleware
 from .engine import JobWorker
 from .engine import NonRetryableError
 from .engine import QueueGroup
+from .engine import RateLimit
 from .engine import Retry
 from .engine import RetryJob
 from .engine import SQSJobsError
@@ -29,6 +31,7 @@ if t.TYPE_CHECKING:
     from ._extension import SQSJobs
 
 __all__ = [
+    "ConcurrencyLimit",
     "EnqueueBatchError",
     "EnqueuedJob",
     "IdempotencyConflictError",
@@ -37,6 +40,7 @@ __all__ = [
     "JobWorker",
     "NonRetryableError",
     "QueueGroup",
+    "RateLimit",
     "Retry",
     "RetryJob",
     "SQSJobs",

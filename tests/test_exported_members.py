@@ -11,6 +11,7 @@ import pytest
 
 #: SPEC's top-level names, plus the root of the runtime errors.
 TOP_LEVEL = {
+    "ConcurrencyLimit",
     "EnqueueBatchError",
     "EnqueuedJob",
     "IdempotencyConflictError",
@@ -19,6 +20,7 @@ TOP_LEVEL = {
     "JobWorker",
     "NonRetryableError",
     "QueueGroup",
+    "RateLimit",
     "Retry",
     "RetryJob",
     "SQSJobs",
@@ -30,6 +32,7 @@ TOP_LEVEL = {
 }
 #: The engine's names as docs/api.md documents them.
 ENGINE = {
+    "ConcurrencyLimit",
     "EnqueueBatchError",
     "HealthServer",
     "Hooks",
@@ -45,6 +48,7 @@ ENGINE = {
     "PayloadNotFound",
     "QueueGroup",
     "QueueNotFoundError",
+    "RateLimit",
     "Retry",
     "RetryJob",
     "SQSJobsError",

@@ -30,3 +30,6 @@ class Outcome(enum.StrEnum):
     #: The job's idempotency key was already completed (a duplicate delivery or
     #: enqueue); the message was deleted without running the handler.
     DUPLICATE = "duplicate"
+    #: A limit of the handler (``limits=[...]``) refused the job: it did not
+    #: run and comes back after a jittered delay; not a failed attempt.
+    LIMITED = "limited"

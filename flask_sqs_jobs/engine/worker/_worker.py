@@ -1,10 +1,6 @@
 """JobWorker: the polling loop, its slots and its graceful stop.
 
-The parts, each in its own module: receiving (``_receiver`` and the two
-strategies ``_receive_in_order`` and ``_receive_pipelined``), slots
-(``_slots``), running a job (``_running``) and settling it (``_settling``),
-sharing one :class:`~._worker_state.WorkerState`. This module wires them
-together and owns the start-up and the shutdown.
+It wires the parts (receiving, slots, running, settling; one ``WorkerState``).
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ import typing as t
 
 import structlog
 
+from ..flow import LimitStore
 from ..model import as_job_handler
 from ..model import call_hook
 from ..model import compose_poll
@@ -90,6 +87,8 @@ class JobWorker:
         (``store.idempotency_keys()``); needed by idempotent handlers.
     :param session_factory: opens ``current_job.session`` (a SQL store's
         ``store.session``).
+    :param limit_store: a store's limits (``store.limits()``); needed by
+        handlers with ``limits=[...]``.
     """
 
     def __init__(
@@ -104,11 +103,13 @@ class JobWorker:
         hooks: cabc.Sequence[Hooks] = (),
         idempotency_keys: IdempotencyKeys | None = None,
         session_factory: SessionFactory | None = None,
+        limit_store: LimitStore | None = None,
     ) -> None:
         _check_arguments(queues, idle_wait_seconds, concurrency, shutdown_timeout)
         self._group = queues
         self._handlers = {name: as_job_handler(h) for name, h in handlers.items()}
-        guard = JobGuard.for_handlers(self._handlers, idempotency_keys, session_factory)
+        stores = (idempotency_keys, session_factory, limit_store)
+        guard = JobGuard.for_handlers(self._handlers, *stores)
         self._should_stop = should_stop or (lambda: False)
         self._idle_wait = idle_wait_seconds
         self._concurrency = concurrency
@@ -138,7 +139,6 @@ class JobWorker:
             self._heartbeat,
             state,
         )
-        pipelined = concurrency > 1
         self._receiver = Receiver(
             dict(queues.items()),
             self._heartbeat,
@@ -150,7 +150,7 @@ class JobWorker:
         self._pipelined: PipelinedReceiving | None = None
         self._cycle_thread: CycleThread | None = None
         self._slot_threads: SlotThreads | None = None
-        if pipelined:
+        if concurrency > 1:
             self._pipelined = PipelinedReceiving(
                 self._receiver, state, queues.polling_order, idle_wait_seconds
             )

@@ -17,6 +17,7 @@ if t.TYPE_CHECKING:
     from ..model import JobRecords
     from ..model import WorkerRegistry
     from ._idempotency import DynamoDBIdempotencyKeys
+    from ._limits import DynamoDBLimits
     from ._ticks import DynamoDBScheduleTicks
 
 
@@ -105,6 +106,12 @@ class DynamoDBStore(JobStore):
         from ._idempotency import DynamoDBIdempotencyKeys
 
         return DynamoDBIdempotencyKeys(self.client, self.table_name)
+
+    def limits(self) -> DynamoDBLimits:
+        """Token buckets and permits in the table, for ``limits=[...]``."""
+        from ._limits import DynamoDBLimits
+
+        return DynamoDBLimits(self.client, self.table_name)
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
         """The job records; each item expires ``retention_seconds`` after its write."""

@@ -6,6 +6,7 @@ import abc
 import typing as t
 
 if t.TYPE_CHECKING:
+    from ...engine.flow import LimitStore
     from ...engine.model import IdempotencyKeys
     from ._records import JobRecords
     from ._records import WorkerRegistry
@@ -33,6 +34,12 @@ class JobStore(abc.ABC):
         """The idempotency keys of this store, for idempotent handlers."""
         raise NotImplementedError(
             f"the {self.kind or type(self).__name__} store keeps no idempotency keys"
+        )
+
+    def limits(self) -> LimitStore:
+        """The token buckets and permits of this store, for ``limits=[...]``."""
+        raise NotImplementedError(
+            f"the {self.kind or type(self).__name__} store keeps no limits"
         )
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ STATUS_OF_OUTCOME = {
     "dead_lettered": r.DEAD_LETTERED,
     "deferred": r.DEFERRED,
     "duplicate": r.DUPLICATE,
+    "limited": r.LIMITED,
     "heartbeat_failed": r.RETRYING,
     "delete_failed": r.RETRYING,
 }
@@ -121,7 +122,7 @@ class RecordingHooks(Hooks):
         kept = error = None
         if status == r.SUCCEEDED:
             kept, error = _result_text(result)
-        if status not in (r.SUCCEEDED, r.DUPLICATE, r.DEFERRED):
+        if status not in (r.SUCCEEDED, r.DUPLICATE, r.DEFERRED, r.LIMITED):
             error = _error_text(exception, str(outcome))
         self._submit(
             job,
@@ -130,7 +131,7 @@ class RecordingHooks(Hooks):
             now,
             enqueued_at=_sent_at(job),
             started_at=None
-            if status == r.DEFERRED
+            if status in (r.DEFERRED, r.LIMITED)
             else now - dt.timedelta(milliseconds=duration_ms),
             finished_at=now if status in FINAL else None,
             result=kept,

@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..model import JobStore
 from . import _tables
 from ._idempotency import SQLIdempotencyKeys
+from ._limits import SQLLimits
 
 if t.TYPE_CHECKING:
     from ..model import JobRecords
@@ -108,6 +109,10 @@ class SQLAlchemyStore(JobStore):
     def idempotency_keys(self) -> SQLIdempotencyKeys:
         """The ``sqs_jobs_idempotency`` table, for idempotent handlers."""
         return SQLIdempotencyKeys(lambda: self.engine)
+
+    def limits(self) -> SQLLimits:
+        """The ``sqs_jobs_limit_*`` tables, for handlers with ``limits=[...]``."""
+        return SQLLimits(lambda: self.engine)
 
     def create_tables(self) -> list[str]:
         """Create the ``sqs_jobs_`` tables that are missing; keep the others.
