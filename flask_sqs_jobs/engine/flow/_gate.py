@@ -77,10 +77,10 @@ def check_limits(owner: str, limits: object) -> tuple[Limit, ...]:
 
 
 def jittered_delay(wait: float) -> int:
-    """Seconds a limited job waits: at least ``wait``, spread over twice that,
-    so that jobs refused together do not all come back together."""
-    base = max(float(MIN_LIMITED_DELAY), wait)
-    return min(MAX_LIMITED_DELAY, math.ceil(base * random.uniform(1.0, 2.0)))
+    """Seconds a limited job waits: at least ``wait`` (and a second), at most
+    twice that and a second, so that jobs refused together come back spread."""
+    base = min(MAX_LIMITED_DELAY, max(MIN_LIMITED_DELAY, math.ceil(wait)))
+    return min(MAX_LIMITED_DELAY, random.randint(base, 2 * base + 1))
 
 
 def key_value(limit: Limit, job: Job) -> str:

@@ -55,12 +55,16 @@ permits = sa.Table(
 
 
 def _insert(dialect: str, table: sa.Table) -> t.Any:
-    """An ``INSERT ... ON CONFLICT DO NOTHING`` for ``dialect``."""
+    """An ``INSERT ... ON CONFLICT DO NOTHING RETURNING name`` for ``dialect``:
+    a row back when it inserted one."""
+    insert: t.Any
     if dialect == "postgresql":
-        return sa.dialects.postgresql.insert(table).on_conflict_do_nothing()
-    if dialect == "sqlite":
-        return sa.dialects.sqlite.insert(table).on_conflict_do_nothing()
-    raise RuntimeError(f"limits need SQLite or PostgreSQL, not {dialect!r}")
+        insert = sa.dialects.postgresql.insert(table).on_conflict_do_nothing()
+    elif dialect == "sqlite":
+        insert = sa.dialects.sqlite.insert(table).on_conflict_do_nothing()
+    else:
+        raise RuntimeError(f"limits need SQLite or PostgreSQL, not {dialect!r}")
+    return insert.returning(table.c.name)
 
 
 class SQLLimits:
@@ -100,8 +104,8 @@ class SQLLimits:
                 inserted = connection.execute(
                     _insert(engine.dialect.name, buckets),
                     {"name": name, "key": key, **values},
-                ).rowcount
-                if inserted == 1:
+                ).first()
+                if inserted is not None:
                     return 0.0
         raise RuntimeError(f"the bucket of limit {name!r} kept changing; gave up")
 
@@ -135,10 +139,11 @@ class SQLLimits:
                         .values(values)
                     ).rowcount
                 else:
-                    changed = connection.execute(
+                    inserted = connection.execute(
                         _insert(engine.dialect.name, permits),
                         {"name": name, "key": key, "slot": slot, **values},
-                    ).rowcount
+                    ).first()
+                    changed = 0 if inserted is None else 1
                 if changed == 1:
                     return slot
         raise RuntimeError(f"the permits of limit {name!r} kept changing; gave up")
