@@ -50,6 +50,7 @@ class Producing:
         job_id: str | None = None,
         max_runtime_seconds: float | None = None,
         session: t.Any = None,
+        tenant: str | None = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -78,6 +79,7 @@ class Producing:
                 "run_at": run_at,
                 "job_id": job_id,
                 "max_runtime_seconds": max_runtime_seconds,
+                "tenant": tenant,
             }
             return enqueue_in_session(
                 t.cast("JobsFacade", self), session, queue, job_type, payload, options
@@ -95,6 +97,7 @@ class Producing:
             run_at=run_at,
             job_id=job_id,
             max_runtime_seconds=max_runtime_seconds,
+            tenant=tenant,
         )
 
     def enqueue_many(

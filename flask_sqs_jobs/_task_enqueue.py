@@ -74,6 +74,7 @@ class EnqueueOptions:
     correlation_fields: JSONObject | None = None
     max_runtime_seconds: float | None = None
     session: t.Any = None
+    tenant: str | None = None
 
     def sent(self) -> dict[str, t.Any]:
         """The options for ``jobs.enqueue``, the queue and the session aside."""
@@ -178,6 +179,7 @@ class Sender(t.Generic[P, R]):
         correlation_fields: JSONObject | None = None,
         max_runtime_seconds: float | None = None,
         session: t.Any = None,
+        tenant: str | None = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
 
@@ -195,6 +197,7 @@ class Sender(t.Generic[P, R]):
             "correlation_fields": correlation_fields,
             "max_runtime_seconds": max_runtime_seconds,
             "session": session,
+            "tenant": tenant,
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))

@@ -97,6 +97,7 @@ class QueueGroup(NamedQueues):
         run_at: datetime.datetime | None = None,
         job_id: str | None = None,
         max_runtime_seconds: float | None = None,
+        tenant: str | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -107,7 +108,9 @@ class QueueGroup(NamedQueues):
         travels in the body and is on the :class:`Job` middleware, hooks and
         handlers see. ``max_runtime_seconds`` (above 0, at most 12 hours)
         is the job's own runtime limit: the worker stops it at the smaller of
-        that and its handler's (else its queue's) limit.
+        that and its handler's (else its queue's) limit. ``tenant`` (on a
+        standard queue) sets the MessageGroupId that SQS fair queues share
+        capacity by.
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
@@ -126,6 +129,7 @@ class QueueGroup(NamedQueues):
                 "run_at": run_at,
                 "job_id": job_id,
                 "max_runtime_seconds": max_runtime_seconds,
+                "tenant": tenant,
             },
         )
 

@@ -36,6 +36,7 @@ OPTION_NAMES = frozenset(
         "message_attributes",
         "run_at",
         "max_runtime_seconds",
+        "tenant",
     }
 )
 
@@ -149,12 +150,15 @@ def check_options(
             f" {sorted(OPTION_NAMES)}"
         )
     group_id = _check_id("message_group_id", options.get("message_group_id"))
+    tenant = _check_id("tenant", options.get("tenant"))
     dedup_id = _check_id(
         "message_deduplication_id", options.get("message_deduplication_id")
     )
     delay_seconds = options.get("delay_seconds")
     run_at = options.get("run_at")
     where = f"queue {queue_name!r} ({queue.name})"
+    if tenant is not None:
+        group_id = _tenant_group(tenant, group_id, queue.is_fifo, where)
     if queue.is_fifo:
         if group_id is None:
             raise ValueError(
@@ -188,6 +192,21 @@ def check_options(
         message_attributes=check_message_attributes(options.get("message_attributes")),
         max_runtime_seconds=check_job_runtime(options.get("max_runtime_seconds")),
     )
+
+
+def _tenant_group(tenant: str, group_id: str | None, fifo: bool, where: str) -> str:
+    """The MessageGroupId of ``tenant=`` on a standard queue (SQS fair queues)."""
+    if fifo:
+        raise ValueError(
+            f"tenant= applies to standard queues (SQS fair queues); FIFO {where}"
+            " orders jobs by message_group_id: pass message_group_id instead"
+        )
+    if group_id is not None and group_id != tenant:
+        raise ValueError(
+            f"tenant= sets the MessageGroupId; pass tenant={tenant!r} or"
+            f" message_group_id={group_id!r}, not both"
+        )
+    return tenant
 
 
 def _check_id(name: str, value: object) -> str | None:
