@@ -17,12 +17,8 @@ from __future__ import annotations
 import argparse
 import typing as t
 
-from bench.ceiling import prefill
-from bench.idempotency import Counter
-from bench.servers import drop_queue
+from bench.idempotency import drain_with
 from bench.servers import ministack
-from bench.servers import new_queue
-from bench.servers import sqs_client
 from bench.servers import use_fake_aws
 
 
@@ -35,36 +31,8 @@ def drain(
     limits: tuple[t.Any, ...],
 ) -> float:
     """Drain ``jobs`` pre-filled jobs under ``limits``; return the jobs per second."""
-    import time
-
-    from flask_sqs_jobs import JobWorker
-    from flask_sqs_jobs import QueueGroup
-    from flask_sqs_jobs import SqsQueue
-    from flask_sqs_jobs.engine import JobHandler
-
-    sqs = sqs_client(endpoint)
-    _, url = new_queue(sqs, "limits")
-    prefill(endpoint, url, jobs)
-    counter = Counter(jobs)
-
-    def work(payload: dict[str, t.Any]) -> None:
-        counter.started()
-        if sleep_s:
-            time.sleep(sleep_s)
-        counter.finished()
-
-    group = QueueGroup({"jobs": {"queue": SqsQueue(url, boto_client=sqs)}})
-    worker = JobWorker(
-        group,
-        {"noop": JobHandler(work, limits=limits)},
-        should_stop=lambda: counter.done >= jobs,
-        idle_wait_seconds=1,
-        concurrency=concurrency,
-        limit_store=store.limits() if limits else None,
-    )
-    worker.run()
-    drop_queue(sqs, url)
-    return jobs / counter.seconds()
+    options = {"limit_store": store.limits()} if limits else {}
+    return drain_with(endpoint, jobs, concurrency, sleep_s, {"limits": limits}, options)
 
 
 def main(argv: list[str] | None = None) -> int:
