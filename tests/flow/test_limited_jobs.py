@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import pathlib
 import time
 import typing as t
 
 import pytest
 from flask import Flask
 from flask_sqs_jobs import ConcurrencyLimit
+from flask_sqs_jobs import current_job
 from flask_sqs_jobs import RateLimit
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.contrib.prometheus import PrometheusMetrics
+from flask_sqs_jobs.engine import JobHandler
+from flask_sqs_jobs.engine import JobWorker
 from flask_sqs_jobs.engine import Outcome
+from flask_sqs_jobs.store import SQLAlchemyStore
 
+from tests.engine.helpers import one_queue_group
+from tests.engine.helpers import SpyClient
+from tests.engine.helpers import visibility_changes
 from tests.engine.helpers import WAIT
 from tests.engine.helpers import WorkerThread
 from tests.engine.test_worker_counts import samples
@@ -189,3 +197,51 @@ def test_bad_limits_are_refused_at_registration(
         @jobs.task(limits=limits)
         def task() -> None:
             pass
+
+
+def test_on_a_fifo_queue_a_limited_job_waits_in_place_counting_receives(
+    sqs: SQSClient, tmp_path: pathlib.Path
+) -> None:
+    dlq = create_queue(sqs, "limits-dlq.fifo", fifo=True)
+    url = create_queue(
+        sqs, "limits.fifo", fifo=True, visibility_timeout=3, dead_letter_url=dlq,
+        max_receive_count=5,
+    )  # fmt: skip
+    spy = SpyClient(sqs)
+    store = SQLAlchemyStore(f"sqlite:///{tmp_path / 'jobs.db'}")
+    store.create_tables()
+    limits = store.limits()
+    slot = limits.acquire_permit("db", "", 1, "elsewhere", 600)
+    assert slot is not None
+    ran: list[int | None] = []
+    finished = Finished()
+
+    def freed_after_two_waits() -> bool:
+        if finished.values().count("limited") >= 2:
+            limits.release_permit("db", "", slot, "elsewhere")
+        return "success" in finished.values()
+
+    group = one_queue_group(spy.client, url)
+    group.enqueue("jobs", "report", {}, message_group_id="g")
+    worker = JobWorker(
+        group,
+        {"report": JobHandler(
+            lambda payload: ran.append(current_job.receive_count),
+            limits=(ConcurrencyLimit("db", 1),),
+        )},
+        should_stop=freed_after_two_waits,
+        idle_wait_seconds=0,
+        hooks=[finished],
+        limit_store=limits,
+    )  # fmt: skip
+    thread = WorkerThread(worker)
+    assert finished.wait_for(freed_after_two_waits)
+    assert thread.join(WAIT * 3) == 0
+
+    # The message stayed in place (no new send), its visibility set each
+    # time: each wait counted one receive, as docs/flow-control.md says.
+    assert ran == [3]
+    assert len(spy.calls_to("send_message")) == 1  # the enqueue
+    assert len([s for s in visibility_changes(spy) if s >= 1]) >= 2
+    assert message_count(sqs, dlq) == 0
+    store.close()

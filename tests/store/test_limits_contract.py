@@ -123,3 +123,20 @@ def test_racing_acquires_never_hold_more_permits_than_the_limit(
         slots = list(pool.map(acquire, range(16)))
     granted = [slot for slot in slots if slot is not None]
     assert sorted(granted) == [0, 1, 2]
+
+
+def test_racing_takers_and_returners_all_get_answers(limits: LimitStore) -> None:
+    def take_and_return(n: int) -> int:
+        taken = 0
+        for round_ in range(10):
+            holder = f"job-{n}-{round_}"
+            slot = limits.acquire_permit("busy", "", 16, holder, LONG)
+            if slot is not None:
+                taken += 1
+                limits.release_permit("busy", "", slot, holder)
+        return taken
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        taken = list(pool.map(take_and_return, range(8)))
+    # Never more holders than slots, so every take found a free one.
+    assert taken == [10] * 8

@@ -5,7 +5,8 @@ counted. A take reads the row under a row lock (``SELECT ... FOR UPDATE`` on
 PostgreSQL, ``BEGIN IMMEDIATE``'s write lock on SQLite), applies the token
 bucket's arithmetic and writes the row back in the same transaction. A
 concurrency limit is up to ``limit`` rows per limit and key, one per slot,
-each held by one job until its ``expires_at``: a slot whose lease ended is
+each held by one job until its ``expires_at``; a taker locks the key's rows
+(in slot order) and takes the first free one: a slot whose lease ended is
 free again, so a dead worker's permits come back on their own. Times are
 this process's clock (seconds since the epoch): keep the workers' clocks in
 sync (NTP).
@@ -121,6 +122,9 @@ class SQLLimits:
                 rows = connection.execute(
                     sa.select(permits.c.slot, permits.c.holder, permits.c.expires_at)
                     .where(where & (permits.c.slot < limit))
+                    # One order for every taker: row locks taken out of order
+                    # would deadlock on PostgreSQL.
+                    .order_by(permits.c.slot)
                     .with_for_update()
                 ).all()
                 held = {s for s, h, e in rows if h is not None and e > now}
