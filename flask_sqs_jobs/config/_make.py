@@ -242,5 +242,12 @@ def worker_store_options(
 def eager_store_options(
     store: JobStore | None, handlers: cabc.Mapping[str, JobHandler]
 ) -> dict[str, t.Any]:
-    """As :func:`worker_store_options`; without a store, idempotency is off."""
-    return {} if store is None else worker_store_options(store, handlers)
+    """As :func:`worker_store_options`; without a store, idempotency is off.
+
+    Eager mode runs every job at once: it applies no limits.
+    """
+    if store is None:
+        return {}
+    options = worker_store_options(store, handlers)
+    options.pop("limit_store", None)
+    return options

@@ -169,6 +169,31 @@ def test_a_running_job_keeps_its_permit_past_the_lease_through_the_heartbeat(
     jobs.store(app).close()
 
 
+def test_eager_mode_runs_a_limited_job_at_once(
+    jobs: SQSJobs, tmp_path: pathlib.Path
+) -> None:
+    ran: list[int] = []
+
+    @jobs.task(limits=[RateLimit("stripe", 1, per=3600)])
+    def charge(n: int) -> None:
+        ran.append(n)
+
+    app = Flask(__name__)
+    app.config.update(
+        SQS_JOBS_QUEUES={"default": {"name": "jobs"}},
+        SQS_JOBS_EAGER=True,
+        SQS_JOBS_STORE_URL=f"sqlite:///{tmp_path / 'jobs.db'}",
+    )
+    jobs.init_app(app)
+    jobs.store(app).create_tables()
+    with app.app_context():
+        charge.enqueue(n=1)
+        charge.enqueue(n=2)
+
+    assert ran == [1, 2]
+    jobs.store(app).close()
+
+
 def test_handlers_with_limits_need_a_store(jobs: SQSJobs) -> None:
     @jobs.handler("charge", limits=[RateLimit("stripe", 100, per=1)])
     def charge(payload: dict[str, t.Any]) -> None:
