@@ -1,19 +1,25 @@
 """Limits in ``sqs_jobs_limit_buckets`` and ``sqs_jobs_limit_permits`` (SQL).
 
 A rate limit is one row per limit and key: its tokens and when they were
-counted. A take reads the row under a row lock (``SELECT ... FOR UPDATE`` on
-PostgreSQL, ``BEGIN IMMEDIATE``'s write lock on SQLite), applies the token
-bucket's arithmetic and writes the row back in the same transaction. A
-concurrency limit is up to ``limit`` rows per limit and key, one per slot,
-each held by one job until its ``expires_at``; a taker locks the key's rows
-(in slot order) and takes the first free one: a slot whose lease ended is
-free again, so a dead worker's permits come back on their own. Times are
-this process's clock (seconds since the epoch): keep the workers' clocks in
-sync (NTP).
+counted. A take is one conditional ``UPDATE``: refill the row up to now and
+take a token, where the refilled row holds one (the token bucket's
+arithmetic, in SQL); the row lock (PostgreSQL) or ``BEGIN IMMEDIATE``'s write
+lock (SQLite) orders racing takes. A concurrency limit is ``limit`` rows per
+limit and key, one per slot, each held by one job until its ``expires_at``;
+a take is one ``UPDATE`` of the first free slot (``FOR UPDATE SKIP LOCKED``
+on PostgreSQL, so racing takers pass each other), and a slot whose lease
+ended is free again, so a dead worker's permits come back on their own.
+
+These transactions commit without waiting for the disk on PostgreSQL
+(``synchronous_commit = off``): a database crash may forget the last few
+takes and returns, never half of one. Times are this process's clock
+(seconds since the epoch): keep the workers' clocks in sync (NTP).
 """
 
 from __future__ import annotations
 
+import contextlib
+import random
 import time
 import typing as t
 
@@ -26,10 +32,6 @@ from ...engine.flow import MAX_LIMIT_KEY_LENGTH
 from ...engine.flow import RateLimit
 from ...engine.flow import take_token
 from ._tables import metadata
-
-#: A write that loses a race (a row inserted in between) tries again, at most
-#: this many times.
-_ATTEMPTS = 5
 
 #: One token bucket per (limit, key).
 buckets = sa.Table(
@@ -55,6 +57,11 @@ permits = sa.Table(
 )
 
 
+#: A take that finds free slots all locked by racing calls looks again, at
+#: most this many times.
+_ATTEMPTS = 20
+
+
 def _insert(dialect: str, table: sa.Table) -> t.Any:
     """An ``INSERT ... ON CONFLICT DO NOTHING RETURNING name`` for ``dialect``:
     a row back when it inserted one."""
@@ -66,6 +73,22 @@ def _insert(dialect: str, table: sa.Table) -> t.Any:
     else:
         raise RuntimeError(f"limits need SQLite or PostgreSQL, not {dialect!r}")
     return insert.returning(table.c.name)
+
+
+@contextlib.contextmanager
+def _begin(engine: sa.Engine) -> t.Iterator[sa.Connection]:
+    """A short transaction; on PostgreSQL it commits without waiting for the disk."""
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
+        yield connection
+
+
+def _pair(dialect: str) -> tuple[t.Any, t.Any]:
+    """SQL's two-argument min and max for ``dialect``."""
+    if dialect == "postgresql":
+        return sa.func.least, sa.func.greatest
+    return sa.func.min, sa.func.max
 
 
 class SQLLimits:
@@ -81,92 +104,107 @@ class SQLLimits:
 
     def take_token(self, name: str, key: str, limit: int, per: float) -> float:
         """Take one token of ``(name, key)``: 0, or the seconds until one."""
-        rate = RateLimit(name, limit, per)
         engine = self._engine()
+        least, greatest = _pair(engine.dialect.name)
+        now = time.time()
         where = (buckets.c.name == name) & (buckets.c.key == key)
-        for _ in range(_ATTEMPTS):
-            with engine.begin() as connection:
-                row = connection.execute(
-                    sa.select(buckets.c.tokens, buckets.c.updated_at)
-                    .where(where)
-                    .with_for_update()
-                ).first()
-                state = None if row is None else BucketState(row[0], row[1])
-                taken = take_token(rate, state, time.time())
-                if not taken.taken:
-                    return max(taken.retry_after, 1e-6)
-                values = {
-                    "tokens": taken.state.tokens,
-                    "updated_at": taken.state.updated_at,
-                }
-                if row is not None:
-                    connection.execute(buckets.update().where(where).values(values))
-                    return 0.0
-                inserted = connection.execute(
-                    _insert(engine.dialect.name, buckets),
-                    {"name": name, "key": key, **values},
-                ).first()
-                if inserted is not None:
-                    return 0.0
-        raise RuntimeError(f"the bucket of limit {name!r} kept changing; gave up")
+        elapsed = greatest(sa.literal(0.0), sa.literal(now) - buckets.c.updated_at)
+        refilled = least(
+            sa.literal(float(limit)), buckets.c.tokens + elapsed * (limit / per)
+        )
+        with _begin(engine) as connection:
+            taken = connection.execute(
+                buckets.update()
+                .where(where & (refilled >= 1.0))
+                .values(
+                    tokens=refilled - 1.0,
+                    updated_at=greatest(buckets.c.updated_at, sa.literal(now)),
+                )
+                .returning(buckets.c.tokens)
+            ).first()
+            if taken is not None:
+                return 0.0
+            inserted = connection.execute(
+                _insert(engine.dialect.name, buckets),
+                {"name": name, "key": key, "tokens": limit - 1.0, "updated_at": now},
+            ).first()
+            if inserted is not None:
+                return 0.0
+            row = connection.execute(
+                sa.select(buckets.c.tokens, buckets.c.updated_at).where(where)
+            ).first()
+        if row is None:  # pragma: no cover - a row is never deleted
+            return 1e-6
+        state = BucketState(row[0], row[1])
+        wait = take_token(RateLimit(name, limit, per), state, now).retry_after
+        return max(wait, 1e-6)
 
     def acquire_permit(
         self, name: str, key: str, limit: int, holder: str, lease_seconds: float
     ) -> int | None:
         """Take a free slot of ``(name, key)`` for ``holder``; None: all held."""
         engine = self._engine()
+        now = time.time()
         where = (permits.c.name == name) & (permits.c.key == key)
+        free = permits.c.holder.is_(None) | (permits.c.expires_at <= now)
+        pick = (
+            sa.select(permits.c.slot)
+            .where(where & (permits.c.slot < limit) & free)
+            .order_by(permits.c.slot)
+            .limit(1)
+        )
+        if engine.dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        take = (
+            permits.update()
+            .where(where & (permits.c.slot == pick.scalar_subquery()))
+            .values(holder=holder, expires_at=now + lease_seconds)
+            .returning(permits.c.slot)
+        )
         for _ in range(_ATTEMPTS):
-            now = time.time()
-            with engine.begin() as connection:
-                rows = connection.execute(
-                    sa.select(permits.c.slot, permits.c.holder, permits.c.expires_at)
-                    .where(where & (permits.c.slot < limit))
-                    # One order for every taker: row locks taken out of order
-                    # would deadlock on PostgreSQL.
-                    .order_by(permits.c.slot)
-                    .with_for_update()
-                ).all()
-                held = {s for s, h, e in rows if h is not None and e > now}
-                free = [slot for slot in range(limit) if slot not in held]
-                if not free:
+            with _begin(engine) as connection:
+                slot = connection.execute(take).scalar()
+                if slot is not None:
+                    return int(slot)
+                rows, held = connection.execute(
+                    sa.select(
+                        sa.func.count(), sa.func.count().filter(sa.not_(free))
+                    ).where(where & (permits.c.slot < limit))
+                ).one()
+                if rows < limit:
+                    self._seed(connection, engine.dialect.name, name, key, limit)
+                elif held >= limit:
                     return None
-                slot = free[0]
-                values = {"holder": holder, "expires_at": now + lease_seconds}
-                if any(s == slot for s, _, _ in rows):
-                    changed = connection.execute(
-                        permits.update()
-                        .where(where & (permits.c.slot == slot))
-                        .where(
-                            permits.c.holder.is_(None) | (permits.c.expires_at <= now)
-                        )
-                        .values(values)
-                    ).rowcount
-                else:
-                    inserted = connection.execute(
-                        _insert(engine.dialect.name, permits),
-                        {"name": name, "key": key, "slot": slot, **values},
-                    ).first()
-                    changed = 0 if inserted is None else 1
-                if changed == 1:
-                    return slot
+            # Free slots locked by racing takers or returners: look again.
+            time.sleep(random.uniform(0.001, 0.01))
         raise RuntimeError(f"the permits of limit {name!r} kept changing; gave up")
+
+    @staticmethod
+    def _seed(
+        connection: sa.Connection, dialect: str, name: str, key: str, limit: int
+    ) -> None:
+        """Add the slots ``(name, key)`` lacks, free."""
+        rows = [
+            {"name": name, "key": key, "slot": n, "holder": None, "expires_at": 0.0}
+            for n in range(limit)
+        ]
+        connection.execute(_insert(dialect, permits), rows)
 
     def renew_permit(
         self, name: str, key: str, slot: int, holder: str, lease_seconds: float
     ) -> bool:
         """Push the slot's lease on; False when ``holder`` lost it."""
-        with self._engine().begin() as connection:
-            changed = connection.execute(
-                self._held(name, key, slot, holder).values(
-                    expires_at=time.time() + lease_seconds
-                )
-            ).rowcount
-        return changed == 1
+        with _begin(self._engine()) as connection:
+            renewed = connection.execute(
+                self._held(name, key, slot, holder)
+                .values(expires_at=time.time() + lease_seconds)
+                .returning(permits.c.slot)
+            ).first()
+        return renewed is not None
 
     def release_permit(self, name: str, key: str, slot: int, holder: str) -> None:
         """Free the slot if ``holder`` still holds it."""
-        with self._engine().begin() as connection:
+        with _begin(self._engine()) as connection:
             connection.execute(
                 self._held(name, key, slot, holder).values(holder=None, expires_at=0.0)
             )
