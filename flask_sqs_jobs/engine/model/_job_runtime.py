@@ -73,9 +73,16 @@ class JobRuntime:
         self._renewal = renewal
 
     def hold_permits(self, renewal: Renewal, release: cabc.Callable[[], None]) -> None:
-        """The job holds limit permits: renew them with each extension, and
-        ``release`` them when its scope closes (once its message is settled)."""
+        """The job holds limit permits: renew them with each extension until
+        :meth:`release_permits` (its handler is done) or the scope closes."""
         self._permits, self._release = renewal, release
+
+    def release_permits(self) -> None:
+        """Return the job's limit permits, if it holds any (once, from its thread)."""
+        self._permits = None
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     def renew(self, seconds: int) -> None:
         """The message's visibility was extended by ``seconds``: renew with it.
@@ -88,10 +95,8 @@ class JobRuntime:
 
     def close(self) -> None:
         """The job's scope ends: close its session (rolling back what is left)."""
-        self._renewal = self._permits = None
-        release, self._release = self._release, None
+        self._renewal = None
         try:
             self.session.close()
         finally:
-            if release is not None:
-                release()
+            self.release_permits()

@@ -162,8 +162,8 @@ class JobGuard:
         """Call the handler through ``call``; return what came of it.
 
         The handler's limits are taken first (``limited`` when one refuses;
-        the permits are renewed through ``runtime`` and returned when the
-        job's scope closes). An idempotent handler's key is claimed next (its
+        the permits are renewed through ``runtime`` and returned once the
+        handler is done). An idempotent handler's key is claimed next (its
         lease renewed likewise), completed in the job's session on success,
         and relinquished when the handler fails.
         """
@@ -277,12 +277,13 @@ class JobGuard:
         *,
         failed: bool,
     ) -> None:
-        """The handler is done: roll a failed job's session back, stop renewing
-        its key, and relinquish the key if the job failed."""
+        """The handler is done: roll a failed job's session back, return its
+        permits, stop renewing its key, and relinquish the key if the job failed."""
         if failed and session.opened is not None:
             # Before relinquishing: on SQLite the session's write lock would
             # hold the key's update back until the job's scope closes.
             _rollback(session.opened)
+        runtime.release_permits()
         if held is None:
             return
         held.done = True
