@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test lint typecheck unit fuzz demo bench docs audit clean
+.PHONY: test lint typecheck unit fuzz demo bench docs audit floors clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ typecheck: $(STAMP)
 ## (one line and exit 0 when the advisory service does not answer)
 audit: $(STAMP)
 	$(BIN)/python .ci/audit.py
+
+## make floors: the unit tier in .venv-floors, every dependency at its floor
+## (docs/security.md#dependency-floors)
+floors:
+	$(PYTHON) .ci/floors.py $(PYTEST_ARGS)
 
 ## make unit: the fast tier only (moto in-process)
 unit: $(STAMP)
@@ -99,4 +104,4 @@ $(MINISTACK_VENV)/.installed:
 		|| echo "MiniStack is not installed: the fault tier falls back to moto"
 
 clean:
-	rm -rf $(VENV) .venv-localstack .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-localstack .venv-floors .pytest_cache .mypy_cache .ruff_cache

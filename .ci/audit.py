@@ -1,6 +1,7 @@
 """``make audit``: pip-audit over the installed set and over the dependency floors.
 
-The floors are read from pyproject.toml (``name>=X`` becomes ``name==X``), so the
+The floors (of the runtime dependencies and of every user-facing extra) are read
+from pyproject.toml by ``floors.pins`` (``name>=X`` becomes ``name==X``), so the
 releases an install may resolve to at its lowest are audited too. When the advisory
 service answers for no package (an offline machine), this says so in one line and
 exits 0: an audit that could not run is reported, not passed off as clean or failed.
@@ -9,27 +10,14 @@ exits 0: an audit that could not run is reported, not passed off as clean or fai
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
+from floors import pins
+
 ROOT = Path(__file__).resolve().parent.parent
-_FLOOR = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+?)\s*>=\s*([^,;\s]+)")
-
-
-def floors() -> list[str]:
-    """The runtime dependencies at their floors, as pinned requirement lines."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pins = []
-    for spec in project["dependencies"]:
-        match = _FLOOR.match(spec)
-        if match:
-            name = match.group(1).split("[")[0]
-            pins.append(f"{name}=={match.group(2)}")
-    return pins
 
 
 def audit(label: str, args: list[str]) -> int | None:
@@ -71,7 +59,7 @@ def audit(label: str, args: list[str]) -> int | None:
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         requirements = Path(tmp) / "floors.txt"
-        requirements.write_text("\n".join(floors()) + "\n")
+        requirements.write_text("".join(f"{n}=={v}\n" for n, v in pins().items()))
         results = [
             audit("installed", ["--local"]),
             audit("floors", ["--no-deps", "--disable-pip", "-r", str(requirements)]),

@@ -12,6 +12,7 @@ from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.engine.model._middleware import reset_trace_injectors
 from moto import mock_aws
 
+from tests.log_capture import capture_logs
 from tests.support import create_queue
 
 if t.TYPE_CHECKING:
@@ -149,9 +150,7 @@ def runner(bare_app: Flask) -> FlaskCliRunner:
 @pytest.fixture
 def log_events() -> cabc.Iterator[list[EventDict]]:
     """Captured structlog events, with the bound context merged in."""
-    with structlog.testing.capture_logs(
-        processors=[structlog.contextvars.merge_contextvars]
-    ) as events:
+    with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as events:
         yield events
 
 

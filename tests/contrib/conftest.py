@@ -15,6 +15,7 @@ from flask_sqs_jobs import SQSJobs
 from tests.contrib.helpers import JOB_TYPE
 from tests.contrib.helpers import JobApp
 from tests.contrib.helpers import MakeJobApp
+from tests.log_capture import capture_logs
 from tests.support import create_queue
 
 if t.TYPE_CHECKING:
@@ -60,7 +61,5 @@ def make_job_app(sqs: SQSClient) -> MakeJobApp:
 @pytest.fixture
 def logs() -> cabc.Iterator[list[EventDict]]:
     """Captured structlog events, with the bound context merged in."""
-    with structlog.testing.capture_logs(
-        processors=[structlog.contextvars.merge_contextvars]
-    ) as events:
+    with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as events:
         yield events

@@ -8,6 +8,7 @@ import pytest
 import structlog
 import structlog.testing
 
+from tests.log_capture import capture_logs
 from tests.support import create_queue
 
 if t.TYPE_CHECKING:
@@ -31,7 +32,7 @@ def logs() -> cabc.Iterator[list[EventDict]]:
     factory = structlog.get_config()["logger_factory"]
     structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
     try:
-        with structlog.testing.capture_logs(
+        with capture_logs(
             processors=[
                 structlog.contextvars.merge_contextvars,
                 structlog.stdlib.add_logger_name,

@@ -160,6 +160,26 @@ def test_a_probe_that_sent_its_first_bytes_outlives_the_silent_connections(
     assert answer.startswith(b"HTTP/1.1 200 ")
 
 
+def test_a_probe_slow_to_send_its_request_is_not_pushed_out_by_a_flood(
+    server: HealthServer,
+) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as probe:
+        # Silent connections arrive after the probe connected, before it sends.
+        crowd = Crowd(
+            server.port, idle=_probe_http.MAX_CONNECTIONS * 3, dribbling=0, mute=0
+        )
+        try:
+            # Pacing, not synchronisation: a probe on a loaded host that needs
+            # a while after connecting (well within the kernel's hold).
+            time.sleep(_probe_http._SILENT_HOLD / 4)
+            probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n")
+            answer = read_until_closed(probe, PROBE_DEADLINE)
+        finally:
+            crowd.close()
+    assert answer is not None
+    assert answer.startswith(b"HTTP/1.1 200 ")
+
+
 def test_status_names_the_error_code_but_not_the_account(
     sqs: SQSClient, queue_url: str
 ) -> None:

@@ -5,8 +5,11 @@ slow or never-reading client costs a socket, never a thread, and the limits
 below keep the process's file descriptors for its SQS calls. A new connection
 beyond :data:`MAX_CONNECTIONS` closes the oldest one that has sent nothing (or,
 failing that, the oldest one not being handled), so a fresh probe always gets
-through. One ``GET`` or ``HEAD`` per connection, every
-answer with ``Connection: close``.
+through. Where the system allows it (Linux), the kernel holds a connection
+until its first bytes arrive or :data:`_SILENT_HOLD` has passed
+(``TCP_DEFER_ACCEPT``), so a probe reaches the loop with its request, never as
+one more silent connection that a flood could push out. One ``GET`` or
+``HEAD`` per connection, every answer with ``Connection: close``.
 
 Handlers run in the loop's thread and must be quick, except for the paths
 given as ``offload``: those run on threads of their own, at most
@@ -26,7 +29,7 @@ import time
 
 #: Open connections at most (a new one closes the oldest beyond that).
 MAX_CONNECTIONS = 32
-#: Seconds from connecting to the end of the request head.
+#: Seconds from reaching the loop to the end of the request head.
 REQUEST_TIMEOUT = 3.0
 #: Seconds to write the whole answer.
 WRITE_TIMEOUT = 3.0
@@ -36,6 +39,11 @@ MAX_REQUEST_BYTES = 8192
 MAX_OFFLOADED = 4
 #: Seconds to wait, after answering, for the client to close first.
 _LINGER = 1.0
+#: Seconds the kernel keeps a connection that has sent nothing from the loop.
+_SILENT_HOLD = 1
+#: Completed connections the kernel queues for the loop (silent ones held by
+#: the kernel cost no file descriptor).
+_BACKLOG = 1024
 #: Connections accepted per round of the loop, after the connections already
 #: accepted were read: a probe is read before a burst can push it out.
 _ACCEPTS_PER_ROUND = MAX_CONNECTIONS // 4
@@ -86,7 +94,10 @@ class ProbeServer:
         self._offload = frozenset(offload)
         self._name = name
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server((host, port), family=family, backlog=128)
+        self._listener = socket.create_server(
+            (host, port), family=family, backlog=_BACKLOG
+        )
+        _hold_silent_connections(self._listener)
         self._listener.setblocking(False)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -332,6 +343,14 @@ class ProbeServer:
 def _error(status: int, message: str, allow: bool = False) -> Reply:
     headers = (("Allow", "GET, HEAD"),) if allow else ()
     return Reply(status, f"{message}\n".encode(), "text/plain", headers)
+
+
+def _hold_silent_connections(listener: socket.socket) -> None:
+    """Have the kernel deliver a connection once it has data (or after a while)."""
+    option = getattr(socket, "TCP_DEFER_ACCEPT", None)
+    if option is not None:
+        with contextlib.suppress(OSError):
+            listener.setsockopt(socket.IPPROTO_TCP, option, _SILENT_HOLD)
 
 
 def _has_pending_bytes(sock: socket.socket) -> bool:
