@@ -91,6 +91,26 @@ def _pair(dialect: str) -> tuple[t.Any, t.Any]:
     return sa.func.min, sa.func.max
 
 
+def _take_statement(dialect: str) -> sa.Update:
+    """The take: refill the bucket up to ``p_now`` and take a token where the
+    refilled bucket holds one; a row back when it took one."""
+    least, greatest = _pair(dialect)
+    now = sa.bindparam("p_now", type_=sa.Float())
+    elapsed = greatest(sa.literal(0.0), now - buckets.c.updated_at)
+    refilled = least(
+        sa.bindparam("p_limit", type_=sa.Float()),
+        buckets.c.tokens + elapsed * sa.bindparam("p_rate", type_=sa.Float()),
+    )
+    return (
+        buckets.update()
+        .where(buckets.c.name == sa.bindparam("p_name"))
+        .where(buckets.c.key == sa.bindparam("p_key"))
+        .where(refilled >= 1.0)
+        .values(tokens=refilled - 1.0, updated_at=greatest(buckets.c.updated_at, now))
+        .returning(buckets.c.tokens)
+    )
+
+
 class SQLLimits:
     """The engine's ``LimitStore`` in SQL.
 
@@ -101,26 +121,19 @@ class SQLLimits:
 
     def __init__(self, engine: t.Callable[[], sa.Engine]) -> None:
         self._engine = engine
+        #: The take's statement, built on first use for the engine's dialect.
+        self._take: sa.Update | None = None
 
     def take_token(self, name: str, key: str, limit: int, per: float) -> float:
         """Take one token of ``(name, key)``: 0, or the seconds until one."""
         engine = self._engine()
-        least, greatest = _pair(engine.dialect.name)
+        if self._take is None:
+            self._take = _take_statement(engine.dialect.name)
         now = time.time()
-        where = (buckets.c.name == name) & (buckets.c.key == key)
-        elapsed = greatest(sa.literal(0.0), sa.literal(now) - buckets.c.updated_at)
-        refilled = least(
-            sa.literal(float(limit)), buckets.c.tokens + elapsed * (limit / per)
-        )
+        values = {"p_name": name, "p_key": key, "p_now": now}
         with _begin(engine) as connection:
             taken = connection.execute(
-                buckets.update()
-                .where(where & (refilled >= 1.0))
-                .values(
-                    tokens=refilled - 1.0,
-                    updated_at=greatest(buckets.c.updated_at, sa.literal(now)),
-                )
-                .returning(buckets.c.tokens)
+                self._take, {**values, "p_limit": float(limit), "p_rate": limit / per}
             ).first()
             if taken is not None:
                 return 0.0
@@ -131,7 +144,9 @@ class SQLLimits:
             if inserted is not None:
                 return 0.0
             row = connection.execute(
-                sa.select(buckets.c.tokens, buckets.c.updated_at).where(where)
+                sa.select(buckets.c.tokens, buckets.c.updated_at).where(
+                    (buckets.c.name == name) & (buckets.c.key == key)
+                )
             ).first()
         if row is None:  # pragma: no cover - a row is never deleted
             return 1e-6
