@@ -270,3 +270,17 @@ def test_on_a_fifo_queue_a_limited_job_waits_in_place_counting_receives(
     assert len([s for s in visibility_changes(spy) if s >= 1]) >= 2
     assert message_count(sqs, dlq) == 0
     store.close()
+
+
+def test_a_worker_refuses_a_handler_whose_limits_are_not_limits(
+    sqs: SQSClient, tmp_path: pathlib.Path
+) -> None:
+    url = create_queue(sqs, "limits-bad")
+    store = SQLAlchemyStore(f"sqlite:///{tmp_path / 'jobs.db'}")
+    handler = JobHandler(lambda payload: None, limits=("stripe",))
+
+    with pytest.raises(ValueError, match="neither a RateLimit nor a ConcurrencyLimit"):
+        JobWorker(
+            one_queue_group(sqs, url), {"charge": handler}, limit_store=store.limits()
+        )
+    store.close()

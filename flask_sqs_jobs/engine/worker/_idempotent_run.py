@@ -20,6 +20,7 @@ import typing as t
 
 import structlog
 
+from ..flow import check_limits
 from ..flow import JobLimited
 from ..flow import LimitGate
 from ..flow import LimitStore
@@ -130,6 +131,8 @@ class JobGuard:
     ) -> JobGuard:
         """A guard for ``handlers``; refuses idempotent or limited ones storeless."""
         limited = sorted(n for n, h in handlers.items() if h.limits)
+        for name in limited:
+            check_limits(f"the handler of {name!r}", handlers[name].limits)
         if limits is None and limited:
             raise ValueError(
                 f"handlers with limits ({', '.join(map(repr, limited))}) need a job"
