@@ -111,6 +111,52 @@ def _take_statement(dialect: str) -> sa.Update:
     )
 
 
+def _key_is(table: sa.Table) -> sa.ColumnElement[bool]:
+    return (table.c.name == sa.bindparam("p_name")) & (
+        table.c.key == sa.bindparam("p_key")
+    )
+
+
+#: A slot nobody holds now (``p_now``).
+_FREE = permits.c.holder.is_(None) | (
+    permits.c.expires_at <= sa.bindparam("p_now", type_=sa.Float())
+)
+_SLOTS = _key_is(permits) & (permits.c.slot < sa.bindparam("p_limit"))
+#: How many of the ``p_limit`` slots exist, and how many are held.
+_COUNT = sa.select(sa.func.count(), sa.func.count().filter(sa.not_(_FREE))).where(
+    _SLOTS
+)
+_HELD = (
+    _key_is(permits)
+    & (permits.c.slot == sa.bindparam("p_slot"))
+    & (permits.c.holder == sa.bindparam("p_holder"))
+)
+_RENEW = (
+    permits.update()
+    .where(_HELD)
+    .values(expires_at=sa.bindparam("p_expires", type_=sa.Float()))
+    .returning(permits.c.slot)
+)
+_RELEASE = permits.update().where(_HELD).values(holder=None, expires_at=0.0)
+
+
+def _acquire_statement(dialect: str) -> sa.Update:
+    """The first free slot of ``p_name``, ``p_key`` taken for ``p_holder``."""
+    pick = sa.select(permits.c.slot).where(_SLOTS & _FREE).order_by(permits.c.slot)
+    pick = pick.limit(1)
+    if dialect == "postgresql":
+        pick = pick.with_for_update(skip_locked=True)
+    return (
+        permits.update()
+        .where(_key_is(permits) & (permits.c.slot == pick.scalar_subquery()))
+        .values(
+            holder=sa.bindparam("p_holder"),
+            expires_at=sa.bindparam("p_expires", type_=sa.Float()),
+        )
+        .returning(permits.c.slot)
+    )
+
+
 class SQLLimits:
     """The engine's ``LimitStore`` in SQL.
 
@@ -121,8 +167,9 @@ class SQLLimits:
 
     def __init__(self, engine: t.Callable[[], sa.Engine]) -> None:
         self._engine = engine
-        #: The take's statement, built on first use for the engine's dialect.
+        #: The takes' statements, built on first use for the engine's dialect.
         self._take: sa.Update | None = None
+        self._acquire: sa.Update | None = None
 
     def take_token(self, name: str, key: str, limit: int, per: float) -> float:
         """Take one token of ``(name, key)``: 0, or the seconds until one."""
@@ -159,33 +206,19 @@ class SQLLimits:
     ) -> int | None:
         """Take a free slot of ``(name, key)`` for ``holder``; None: all held."""
         engine = self._engine()
-        now = time.time()
-        where = (permits.c.name == name) & (permits.c.key == key)
-        free = permits.c.holder.is_(None) | (permits.c.expires_at <= now)
-        pick = (
-            sa.select(permits.c.slot)
-            .where(where & (permits.c.slot < limit) & free)
-            .order_by(permits.c.slot)
-            .limit(1)
-        )
-        if engine.dialect.name == "postgresql":
-            pick = pick.with_for_update(skip_locked=True)
-        take = (
-            permits.update()
-            .where(where & (permits.c.slot == pick.scalar_subquery()))
-            .values(holder=holder, expires_at=now + lease_seconds)
-            .returning(permits.c.slot)
-        )
+        if self._acquire is None:
+            self._acquire = _acquire_statement(engine.dialect.name)
         for _ in range(_ATTEMPTS):
+            now = time.time()
+            values = {"p_name": name, "p_key": key, "p_limit": limit, "p_now": now}
             with _begin(engine) as connection:
-                slot = connection.execute(take).scalar()
+                slot = connection.execute(
+                    self._acquire,
+                    {**values, "p_holder": holder, "p_expires": now + lease_seconds},
+                ).scalar()
                 if slot is not None:
                     return int(slot)
-                rows, held = connection.execute(
-                    sa.select(
-                        sa.func.count(), sa.func.count().filter(sa.not_(free))
-                    ).where(where & (permits.c.slot < limit))
-                ).one()
+                rows, held = connection.execute(_COUNT, values).one()
                 if rows < limit:
                     self._seed(connection, engine.dialect.name, name, key, limit)
                 elif held >= limit:
@@ -211,9 +244,14 @@ class SQLLimits:
         """Push the slot's lease on; False when ``holder`` lost it."""
         with _begin(self._engine()) as connection:
             renewed = connection.execute(
-                self._held(name, key, slot, holder)
-                .values(expires_at=time.time() + lease_seconds)
-                .returning(permits.c.slot)
+                _RENEW,
+                {
+                    "p_name": name,
+                    "p_key": key,
+                    "p_slot": slot,
+                    "p_holder": holder,
+                    "p_expires": time.time() + lease_seconds,
+                },
             ).first()
         return renewed is not None
 
@@ -221,14 +259,6 @@ class SQLLimits:
         """Free the slot if ``holder`` still holds it."""
         with _begin(self._engine()) as connection:
             connection.execute(
-                self._held(name, key, slot, holder).values(holder=None, expires_at=0.0)
+                _RELEASE,
+                {"p_name": name, "p_key": key, "p_slot": slot, "p_holder": holder},
             )
-
-    @staticmethod
-    def _held(name: str, key: str, slot: int, holder: str) -> sa.Update:
-        return permits.update().where(
-            (permits.c.name == name)
-            & (permits.c.key == key)
-            & (permits.c.slot == slot)
-            & (permits.c.holder == holder)
-        )
