@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
 	$(BIN)/python -m bench.idempotency
+	$(BIN)/python -m bench.limits
 	$(BIN)/python -m bench.records
 	$(BIN)/python -m bench.outbox
 	$(BIN)/python -m bench.unique

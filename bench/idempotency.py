@@ -60,35 +60,51 @@ def drain(
     store: t.Any | None,
 ) -> float:
     """Drain ``jobs`` pre-filled jobs; return the jobs per second."""
-    from flask_sqs_jobs import JobWorker
-    from flask_sqs_jobs import QueueGroup
-    from flask_sqs_jobs import SqsQueue
-    from flask_sqs_jobs.engine import JobHandler
-
-    sqs = sqs_client(endpoint)
-    _, url = new_queue(sqs, "idem")
-    prefill(endpoint, url, jobs)
-    counter = Counter(jobs)
-
-    def work(payload: dict[str, t.Any]) -> None:
-        counter.started()
-        time.sleep(sleep_s)
-        counter.finished()
-
-    group = QueueGroup({"jobs": {"queue": SqsQueue(url, boto_client=sqs)}})
     options: dict[str, t.Any] = {}
     if store is not None:
         options = {
             "idempotency_keys": store.idempotency_keys(),
             "session_factory": store.session,
         }
+    return drain_with(
+        endpoint, jobs, concurrency, sleep_s, {"idempotent": store is not None}, options
+    )
+
+
+def drain_with(
+    endpoint: str,
+    jobs: int,
+    concurrency: int,
+    sleep_s: float,
+    handler_options: dict[str, t.Any],
+    worker_options: dict[str, t.Any],
+) -> float:
+    """Drain ``jobs`` pre-filled jobs whose handler sleeps ``sleep_s``, its
+    ``JobHandler`` and ``JobWorker`` given these options; return the jobs per second."""
+    from flask_sqs_jobs import JobWorker
+    from flask_sqs_jobs import QueueGroup
+    from flask_sqs_jobs import SqsQueue
+    from flask_sqs_jobs.engine import JobHandler
+
+    sqs = sqs_client(endpoint)
+    _, url = new_queue(sqs, "drain")
+    prefill(endpoint, url, jobs)
+    counter = Counter(jobs)
+
+    def work(payload: dict[str, t.Any]) -> None:
+        counter.started()
+        if sleep_s:
+            time.sleep(sleep_s)
+        counter.finished()
+
+    group = QueueGroup({"jobs": {"queue": SqsQueue(url, boto_client=sqs)}})
     worker = JobWorker(
         group,
-        {"noop": JobHandler(work, idempotent=store is not None)},
+        {"noop": JobHandler(work, **handler_options)},
         should_stop=lambda: counter.done >= jobs,
         idle_wait_seconds=1,
         concurrency=concurrency,
-        **options,
+        **worker_options,
     )
     worker.run()
     drop_queue(sqs, url)

@@ -12,6 +12,7 @@ import typing as t
 from . import signals as signals
 from ._task_enqueue import EnqueuedJob
 from ._tasks import Task
+from .engine import ConcurrencyLimit
 from .engine import current_job
 from .engine import DuplicateJobError
 from .engine import EnqueueBatchError
@@ -21,6 +22,7 @@ from .engine import JobMiddleware
 from .engine import JobWorker
 from .engine import NonRetryableError
 from .engine import QueueGroup
+from .engine import RateLimit
 from .engine import Retry
 from .engine import RetryJob
 from .engine import SQSJobsError
@@ -30,6 +32,7 @@ if t.TYPE_CHECKING:
     from ._extension import SQSJobs
 
 __all__ = [
+    "ConcurrencyLimit",
     "DuplicateJobError",
     "EnqueueBatchError",
     "EnqueuedJob",
@@ -39,6 +42,7 @@ __all__ = [
     "JobWorker",
     "NonRetryableError",
     "QueueGroup",
+    "RateLimit",
     "Retry",
     "RetryJob",
     "SQSJobs",

@@ -18,6 +18,7 @@ from ._request_id import add_request_id_header
 from ._tasks import TaskRegistry
 from .config import AppParts
 from .config import Config
+from .config import limits_store_error
 from .config import load_config
 from .config import make_store
 from .config import NOT_INITIALISED
@@ -105,7 +106,8 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         Registers the ``flask sqs-worker`` and ``flask sqs-jobs`` commands and
         the request-id hook.
 
-        :raises RuntimeError: the app already has flask-sqs-jobs.
+        :raises RuntimeError: the app already has flask-sqs-jobs, or handlers
+            declare limits and no store is configured (``SQS_JOBS_STORE_URL``).
         :raises ValueError, TypeError: the configuration is wrong; the message
             names the key, the value and the fix.
         """
@@ -116,6 +118,8 @@ class SQSJobs(Registering, Producing, TaskRegistry):
             )
         config = load_config(app.config)
         store = self._store or make_store(config)
+        if error := limits_store_error(self.handlers, store, config.eager):
+            raise RuntimeError(error)
         hooks = with_records(
             with_unique_release(FlaskHooks(app), store, synchronous=config.eager),
             store,

@@ -59,6 +59,7 @@ class Producing:
         unique_until: str | None = None,
         on_duplicate: str | None = None,
         debounce: float | None = None,
+        tenant: str | None = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -99,6 +100,7 @@ class Producing:
             "unique_for": unique_for,
             "unique_until": unique_until,
             "on_duplicate": on_duplicate,
+            "tenant": tenant,
         }
         if debounce is not None:
             from ._outbox_enqueue import enqueue_debounced

@@ -6,6 +6,8 @@ import collections.abc as cabc
 import typing as t
 
 from .config import handler_options
+from .engine.flow import check_limits
+from .engine.flow import Limit
 from .engine.model import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 from .engine.model import HandlerFunc
 from .engine.model import JobHandler
@@ -37,6 +39,7 @@ class Registering:
         idempotency_key: cabc.Callable[[JSONObject], str] | None = None,
         idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS,
         idempotency_scope: t.Literal["job_type", "global"] = "job_type",
+        limits: cabc.Sequence[Limit] | None = None,
     ) -> cabc.Callable[[F], F]:
         """Register the decorated function as the handler of ``job_type``.
 
@@ -55,6 +58,10 @@ class Registering:
             this job type, so another job type's job with the same job id or
             key is not a duplicate; ``"global"``: shared on purpose with every
             job type whose scope is global.
+        :param limits: :class:`~flask_sqs_jobs.RateLimit` and
+            :class:`~flask_sqs_jobs.ConcurrencyLimit` values its starts obey
+            across every worker process (needs a store); see
+            ``docs/flow-control.md``.
         """
         if not isinstance(job_type, str) or not job_type:
             raise ValueError(f"job_type must be a non-empty str; got {job_type!r}")
@@ -65,6 +72,7 @@ class Registering:
             idempotency_ttl_seconds,
             idempotency_scope,
         )
+        checked = check_limits(f"@jobs.handler({job_type!r})", limits)
 
         def decorator(func: F) -> F:
             existing = self.handlers.get(job_type)
@@ -75,7 +83,7 @@ class Registering:
                     " each job type has exactly one"
                 )
             self.handlers[job_type] = JobHandler(
-                func, max_runtime_seconds, retry=retry, **options
+                func, max_runtime_seconds, retry=retry, limits=checked, **options
             )
             return func
 

@@ -88,6 +88,7 @@ class EnqueueOptions:
     unique_until: str | None = None
     on_duplicate: str | None = None
     debounce: float | None = None
+    tenant: str | None = None
 
     def sent(self) -> dict[str, t.Any]:
         """The options for ``jobs.enqueue``, the queue and the session aside."""
@@ -206,6 +207,7 @@ class Sender(t.Generic[P, R]):
         unique_until: str | None = None,
         on_duplicate: str | None = None,
         debounce: float | None = None,
+        tenant: str | None = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
 
@@ -234,6 +236,7 @@ class Sender(t.Generic[P, R]):
             "unique_until": unique_until,
             "on_duplicate": on_duplicate,
             "debounce": debounce,
+            "tenant": tenant,
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))

@@ -14,6 +14,7 @@ import typing as t
 
 from ._task_enqueue import EnqueueOptions
 from ._task_enqueue import Sender
+from .engine.flow import Limit
 from .engine.model import HandlerFunc
 from .engine.model import JSONObject
 from .engine.model import NonRetryableError
@@ -132,6 +133,7 @@ class TaskRegistry:
         retry: Retry | None = None,
         idempotent: bool = False,
         max_runtime_seconds: float | None = None,
+        limits: cabc.Sequence[Limit] | None = None,
     ) -> cabc.Callable[[cabc.Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -144,6 +146,7 @@ class TaskRegistry:
         retry: Retry | None = None,
         idempotent: bool = False,
         max_runtime_seconds: float | None = None,
+        limits: cabc.Sequence[Limit] | None = None,
     ) -> Task[P, R] | cabc.Callable[[cabc.Callable[P, R]], Task[P, R]]:
         """Register the decorated function as a task: see :class:`Task`.
 
@@ -155,6 +158,9 @@ class TaskRegistry:
         :param retry: its :class:`~flask_sqs_jobs.Retry` policy.
         :param idempotent: run each job id at most once (needs a store).
         :param max_runtime_seconds: overrides the queue's limit for this task.
+        :param limits: :class:`~flask_sqs_jobs.RateLimit` and
+            :class:`~flask_sqs_jobs.ConcurrencyLimit` values its starts obey
+            across every worker process (needs a store).
         """
 
         def decorator(func: cabc.Callable[P, R]) -> Task[P, R]:
@@ -166,6 +172,7 @@ class TaskRegistry:
                 retry=retry,
                 idempotent=idempotent,
                 max_runtime_seconds=max_runtime_seconds,
+                limits=limits,
             )
 
         return decorator if func is None else decorator(func)
@@ -180,6 +187,7 @@ def make_task(
     retry: Retry | None,
     idempotent: bool,
     max_runtime_seconds: float | None,
+    limits: cabc.Sequence[Limit] | None = None,
 ) -> Task[P, R]:
     """Build the :class:`Task` of ``func`` and register its handler on ``jobs``."""
     if not callable(func):
@@ -205,6 +213,7 @@ def make_task(
         max_runtime_seconds=max_runtime_seconds,
         retry=retry,
         idempotent=idempotent,
+        limits=limits,
     )(task._handler_func())
     return task
 

@@ -11,6 +11,7 @@ import pytest
 
 #: SPEC's top-level names, plus the root of the runtime errors.
 TOP_LEVEL = {
+    "ConcurrencyLimit",
     "DuplicateJobError",
     "EnqueueBatchError",
     "EnqueuedJob",
@@ -20,6 +21,7 @@ TOP_LEVEL = {
     "JobWorker",
     "NonRetryableError",
     "QueueGroup",
+    "RateLimit",
     "Retry",
     "RetryJob",
     "SQSJobs",
@@ -31,6 +33,7 @@ TOP_LEVEL = {
 }
 #: The engine's names as docs/api.md documents them.
 ENGINE = {
+    "ConcurrencyLimit",
     "DuplicateJobError",
     "EnqueueBatchError",
     "HealthServer",
@@ -47,6 +50,7 @@ ENGINE = {
     "PayloadNotFound",
     "QueueGroup",
     "QueueNotFoundError",
+    "RateLimit",
     "Retry",
     "RetryJob",
     "SQSJobsError",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._make import create_bucket_lines
 from ._make import handler_options
+from ._make import limits_store_error
 from ._make import make_store
 from ._make import missing_store_error
 from ._parts import AppParts
@@ -29,6 +30,7 @@ __all__ = [
     "Config",
     "create_bucket_lines",
     "handler_options",
+    "limits_store_error",
     "load_config",
     "make_store",
     "missing_store_error",

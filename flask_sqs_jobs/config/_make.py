@@ -151,6 +151,25 @@ IDEMPOTENT_NEEDS_A_STORE = (
     " SQSJobs(store=...), then run `flask sqs-jobs store init`"
 )
 
+LIMITS_NEED_A_STORE = (
+    "handlers with limits ({names}) need a job store, which holds their token"
+    " buckets and permits for every worker process: set SQS_JOBS_STORE_URL (e.g."
+    " 'sqlite:///instance/jobs.db') or pass SQSJobs(store=...), then run"
+    " `flask sqs-jobs store init`"
+)
+
+
+def limits_store_error(
+    handlers: cabc.Mapping[str, JobHandler], store: object, eager: bool
+) -> str | None:
+    """The error when handlers declare limits and no store can hold them."""
+    if store is not None or eager:
+        return None
+    limited = sorted(name for name, handler in handlers.items() if handler.limits)
+    if not limited:
+        return None
+    return LIMITS_NEED_A_STORE.format(names=", ".join(map(repr, limited)))
+
 
 def handler_options(
     job_type: str,
@@ -196,11 +215,11 @@ def idempotent_job_types(handlers: cabc.Mapping[str, JobHandler]) -> list[str]:
 
 
 def missing_store_error(handlers: cabc.Mapping[str, JobHandler]) -> str | None:
-    """The one-line error when idempotent handlers have no store, else None."""
+    """The one-line error when idempotent or limited handlers have no store."""
     names = idempotent_job_types(handlers)
-    if not names:
-        return None
-    return IDEMPOTENT_NEEDS_A_STORE.format(names=", ".join(map(repr, names)))
+    if names:
+        return IDEMPOTENT_NEEDS_A_STORE.format(names=", ".join(map(repr, names)))
+    return limits_store_error(handlers, None, eager=False)
 
 
 def worker_store_options(
@@ -215,11 +234,20 @@ def worker_store_options(
     options: dict[str, t.Any] = {"session_factory": getattr(store, "session", None)}
     if idempotent_job_types(handlers):
         options["idempotency_keys"] = store.idempotency_keys()
+    if any(handler.limits for handler in handlers.values()):
+        options["limit_store"] = store.limits()
     return options
 
 
 def eager_store_options(
     store: JobStore | None, handlers: cabc.Mapping[str, JobHandler]
 ) -> dict[str, t.Any]:
-    """As :func:`worker_store_options`; without a store, idempotency is off."""
-    return {} if store is None else worker_store_options(store, handlers)
+    """As :func:`worker_store_options`; without a store, idempotency is off.
+
+    Eager mode runs every job at once: it applies no limits.
+    """
+    if store is None:
+        return {}
+    options = worker_store_options(store, handlers)
+    options.pop("limit_store", None)
+    return options

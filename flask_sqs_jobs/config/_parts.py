@@ -210,6 +210,7 @@ class AppParts:
             self.handlers,
             options.get("idempotency_keys"),
             options.get("session_factory"),
+            options.get("limit_store"),
         )
         return JobProcessing.build(
             self.handlers,

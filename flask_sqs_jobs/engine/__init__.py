@@ -8,6 +8,8 @@ an underscore); the names below are the engine's public API.
 from __future__ import annotations
 
 from ._queue_group import QueueGroup
+from .flow import ConcurrencyLimit
+from .flow import RateLimit
 from .model import current_job
 from .model import EnqueueBatchError
 from .model import Hooks
@@ -34,6 +36,7 @@ from .worker import pause
 from .worker import run_worker
 
 __all__ = [
+    "ConcurrencyLimit",
     "DuplicateJobError",
     "EnqueueBatchError",
     "HealthServer",
@@ -50,6 +53,7 @@ __all__ = [
     "PayloadNotFound",
     "QueueGroup",
     "QueueNotFoundError",
+    "RateLimit",
     "Retry",
     "RetryJob",
     "SQSJobsError",

@@ -108,6 +108,7 @@ class QueueGroup(NamedQueues):
         unique_for: float | None = None,
         unique_until: str | None = None,
         on_duplicate: str | None = None,
+        tenant: str | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -128,7 +129,9 @@ class QueueGroup(NamedQueues):
         sends nothing while another job holds the key (see
         ``docs/flow-control.md``): the holder's job id is returned instead,
         or :class:`DuplicateJobError` raised with ``on_duplicate="raise"``.
-        The group needs a store's keys (:func:`use_unique_keys`).
+        The group needs a store's keys (:func:`use_unique_keys`). ``tenant`` (on a
+        standard queue) sets the MessageGroupId that SQS fair queues share
+        capacity by.
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
@@ -155,6 +158,7 @@ class QueueGroup(NamedQueues):
                 "unique_for": unique_for,
                 "unique_until": unique_until,
                 "on_duplicate": on_duplicate,
+                "tenant": tenant,
             },
         )
 

@@ -38,7 +38,7 @@ def _wait(predicate: cabc.Callable[[], bool], timeout: float = 10.0) -> None:
 
 def test_running_jobs_are_read_together_and_a_cancelled_one_is_asked_to_stop() -> None:
     tombstones = CountingTombstones()
-    watch = CancelWatch(tombstones, lambda exc: None)
+    watch = CancelWatch(tombstones, lambda exc, queue: None)
     jobs = [_job(n) for n in range(20)]
     with contextlib.ExitStack() as running:
         for job in jobs:
@@ -64,7 +64,7 @@ def test_the_watch_ends_when_no_job_runs_and_a_failing_store_is_reported() -> No
             raise ConnectionError("store down")
 
     tombstones = Broken()
-    watch = CancelWatch(tombstones, errors.append)
+    watch = CancelWatch(tombstones, lambda exc, queue: errors.append(exc))
     job = _job(1)
     assert watch.arrived(job) is False  # the job runs, the error is reported
     with watch.watching(job, 0.02):

@@ -31,6 +31,7 @@ def test_concurrency_limit_key_is_kept() -> None:
         (lambda: RateLimit("x", 1, key="tenant"), "key must be a callable"),  # type: ignore[arg-type]
         (lambda: ConcurrencyLimit("x", -1), "limit must be an int >= 1"),
         (lambda: ConcurrencyLimit("x", 1, lease_seconds=0), "lease_seconds must be"),
+        (lambda: ConcurrencyLimit("x" * 129, 1), "at most 128"),
     ],
 )
 def test_bad_values_are_refused_clearly(

@@ -26,8 +26,9 @@ log = structlog.get_logger(__name__)
 #: heartbeat (a visibility timeout of 0), in seconds.
 DEFAULT_INTERVAL = 10.0
 
-#: Reports a failed store call (to ``worker_error``, kind ``"store"``).
-StoreErrors: t.TypeAlias = cabc.Callable[[BaseException], None]
+#: Reports a failed store call (to ``worker_error``, kind ``"store"``) and the
+#: queue it was for (None: the running jobs of every queue at once).
+StoreErrors: t.TypeAlias = cabc.Callable[[BaseException, str | None], None]
 
 
 class Tombstones(t.Protocol):
@@ -71,7 +72,7 @@ class CancelWatch:
             return job.job_id in self._tombstones.cancelled([job.job_id])
         except Exception as exc:
             log.warning("cancellation_read_failed", error=str(exc))
-            self._report(exc)
+            self._report(exc, job.queue)
             return False
 
     @contextlib.contextmanager
@@ -125,7 +126,7 @@ class CancelWatch:
                 cancelled = self._tombstones.cancelled(list(running))
             except Exception as exc:
                 log.warning("cancellation_read_failed", error=str(exc))
-                self._report(exc)
+                self._report(exc, None)
                 continue
             for job_id in cancelled:
                 job = running[job_id]

@@ -10,11 +10,20 @@ import typing as t
 LimitKey = t.Callable[[t.Mapping[str, t.Any]], str]
 
 
+#: The longest name a limit may have (the stores' column for it).
+MAX_LIMIT_NAME_LENGTH = 128
+
+
 def _check_name(kind: str, name: str) -> None:
     if not isinstance(name, str) or not name.strip():
         raise ValueError(
             f"{kind} needs a non-empty name (got {name!r}); it names the limit in the"
             " store and in sqs_jobs_limited_total{limit}."
+        )
+    if len(name) > MAX_LIMIT_NAME_LENGTH:
+        raise ValueError(
+            f"{kind} name is {len(name)} characters long; at most"
+            f" {MAX_LIMIT_NAME_LENGTH} fit in the store."
         )
 
 

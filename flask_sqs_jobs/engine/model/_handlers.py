@@ -46,6 +46,9 @@ class JobHandler:
     :param idempotency_scope: ``"job_type"`` (keys are this job type's own: the
         same job id or key under another job type is another key) or
         ``"global"`` (one key space shared by every global-scope job type).
+    :param limits: the ``RateLimit`` and ``ConcurrencyLimit`` values of
+        :mod:`flask_sqs_jobs.engine.flow` the job type's starts obey (the
+        worker needs a store's ``limits()``).
     """
 
     func: HandlerFunc
@@ -55,6 +58,7 @@ class JobHandler:
     idempotency_key: KeyFunc | None = None
     idempotency_ttl_seconds: float = DEFAULT_IDEMPOTENCY_TTL_SECONDS
     idempotency_scope: str = JOB_TYPE_SCOPE
+    limits: tuple[t.Any, ...] = ()
 
     def __post_init__(self) -> None:
         if not callable(self.func):

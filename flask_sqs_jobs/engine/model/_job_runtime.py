@@ -37,12 +37,22 @@ class JobRuntime:
         records jobs.
     """
 
-    __slots__ = ("_progress", "_renewal", "key_completed", "key_holder", "session")
+    __slots__ = (
+        "_permits",
+        "_progress",
+        "_release",
+        "_renewal",
+        "key_completed",
+        "key_holder",
+        "session",
+    )
 
     def __init__(self, session: JobSession, progress: ProgressSink | None) -> None:
         self.session = session
         self._progress = progress
         self._renewal: Renewal | None = None
+        self._permits: Renewal | None = None
+        self._release: cabc.Callable[[], None] | None = None
         #: The job id that held or completed this job's idempotency key when
         #: the guard found it taken (a duplicate, in progress, a conflict).
         self.key_holder: str | None = None
@@ -60,22 +70,37 @@ class JobRuntime:
     @property
     def renews(self) -> bool:
         """Whether something must be renewed with the message's visibility."""
-        return self._renewal is not None
+        return self._renewal is not None or self._permits is not None
 
     def renew_with(self, renewal: Renewal | None) -> None:
         """Renew ``renewal`` with each extension from now on (None: stop)."""
         self._renewal = renewal
+
+    def hold_permits(self, renewal: Renewal, release: cabc.Callable[[], None]) -> None:
+        """The job holds limit permits: renew them with each extension until
+        :meth:`release_permits` (its handler is done) or the scope closes."""
+        self._permits, self._release = renewal, release
+
+    def release_permits(self) -> None:
+        """Return the job's limit permits, if it holds any (once, from its thread)."""
+        self._permits = None
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     def renew(self, seconds: int) -> None:
         """The message's visibility was extended by ``seconds``: renew with it.
 
         Called by the heartbeat on a pool of its own, never with its lock held.
         """
-        renewal = self._renewal
-        if renewal is not None:
-            renewal(seconds)
+        for renewal in (self._renewal, self._permits):
+            if renewal is not None:
+                renewal(seconds)
 
     def close(self) -> None:
         """The job's scope ends: close its session (rolling back what is left)."""
         self._renewal = None
-        self.session.close()
+        try:
+            self.session.close()
+        finally:
+            self.release_permits()

@@ -36,3 +36,6 @@ class Outcome(enum.StrEnum):
     #: The job was cancelled (``jobs.cancel``): deleted unrun when it arrived,
     #: or stopped while it ran (``current_job.cancel_requested``).
     CANCELLED = "cancelled"
+    #: A limit of the handler (``limits=[...]``) refused the job: it did not
+    #: run and comes back after a jittered delay; not a failed attempt.
+    LIMITED = "limited"

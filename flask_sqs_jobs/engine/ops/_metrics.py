@@ -8,7 +8,8 @@ Series: ``sqs_jobs_jobs_total{queue,job_type,outcome}``,
 ``sqs_jobs_last_receive_age_seconds``, ``sqs_jobs_healthy`` (1 while ``/healthz``
 would answer 200), ``sqs_jobs_malformed_total{queue,reason}``,
 ``sqs_jobs_unknown_job_type_total{queue}``, ``sqs_jobs_schedule_ticks_total{schedule}``
-and ``sqs_jobs_store_errors_total{part}`` (failed job-store writes of this process).
+``sqs_jobs_store_errors_total{part}`` (failed job-store writes of this process)
+and ``sqs_jobs_limited_total{limit}`` (jobs a limit kept from starting).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..flow import JobLimited
 from ..model import Hooks
 from ..model import Job
 from ..model import Outcome
@@ -82,6 +84,12 @@ class PrometheusMetrics(Hooks):
             "sqs_jobs_jobs",
             "Jobs finished, by outcome.",
             ["queue", "job_type", "outcome"],
+            registry=self.registry,
+        )
+        self.limited = prometheus_client.Counter(
+            "sqs_jobs_limited",
+            "Jobs a limit kept from starting (outcome limited), by limit.",
+            ["limit"],
             registry=self.registry,
         )
         self.queue_wait = prometheus_client.Histogram(
@@ -179,6 +187,8 @@ class PrometheusMetrics(Hooks):
         will_retry: bool = False,
     ) -> None:
         self.jobs.labels(job.queue, job.job_type, str(outcome)).inc()
+        if isinstance(exception, JobLimited):
+            self.limited.labels(exception.limit).inc()
         self.duration.labels(job.queue, job.job_type).observe(duration_ms / 1000)
 
     def receive_failed(self, queue: str, error: BaseException) -> None:

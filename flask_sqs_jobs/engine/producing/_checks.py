@@ -38,6 +38,7 @@ OPTION_NAMES = frozenset(
         "max_runtime_seconds",
         "expires_in",
         "expires_at",
+        "tenant",
     }
 )
 
@@ -154,12 +155,15 @@ def check_options(
             f" {sorted(OPTION_NAMES)}"
         )
     group_id = _check_id("message_group_id", options.get("message_group_id"))
+    tenant = _check_id("tenant", options.get("tenant"))
     dedup_id = _check_id(
         "message_deduplication_id", options.get("message_deduplication_id")
     )
     delay_seconds = options.get("delay_seconds")
     run_at = options.get("run_at")
     where = f"queue {queue_name!r} ({queue.name})"
+    if tenant is not None:
+        group_id = _tenant_group(tenant, group_id, queue.is_fifo, where)
     if queue.is_fifo:
         if group_id is None:
             raise ValueError(
@@ -229,6 +233,21 @@ def check_expiry(expires_in: object, expires_at: object) -> dt.datetime | None:
         raise ValueError(
             f"expires_at is out of range once in UTC; got {expires_at}"
         ) from None
+
+
+def _tenant_group(tenant: str, group_id: str | None, fifo: bool, where: str) -> str:
+    """The MessageGroupId of ``tenant=`` on a standard queue (SQS fair queues)."""
+    if fifo:
+        raise ValueError(
+            f"tenant= applies to standard queues (SQS fair queues); FIFO {where}"
+            " orders jobs by message_group_id: pass message_group_id instead"
+        )
+    if group_id is not None and group_id != tenant:
+        raise ValueError(
+            f"tenant= sets the MessageGroupId; pass tenant={tenant!r} or"
+            f" message_group_id={group_id!r}, not both"
+        )
+    return tenant
 
 
 def _check_id(name: str, value: object) -> str | None:

@@ -20,6 +20,10 @@ import typing as t
 
 import structlog
 
+from ..flow import check_limits
+from ..flow import JobLimited
+from ..flow import LimitGate
+from ..flow import LimitStore
 from ..model import ClaimState
 from ..model import fingerprint_of
 from ..model import IdempotencyConflictError
@@ -103,15 +107,18 @@ class JobGuard:
 
     :param keys: the store's idempotency keys; None without a store.
     :param session_factory: opens a job's session (``current_job.session``).
+    :param limits: the store's limits (None: limits are not applied, eager mode).
     """
 
     def __init__(
         self,
         keys: IdempotencyKeys | None = None,
         session_factory: SessionFactory | None = None,
+        limits: LimitStore | None = None,
     ) -> None:
         self._keys = keys
         self._session_factory = session_factory
+        self._gate = None if limits is None else LimitGate(limits)
         self._unkept_results: set[str] = set()
 
     @classmethod
@@ -120,8 +127,17 @@ class JobGuard:
         handlers: cabc.Mapping[str, JobHandler],
         keys: IdempotencyKeys | None,
         session_factory: SessionFactory | None,
+        limits: LimitStore | None = None,
     ) -> JobGuard:
-        """A guard for ``handlers``; refuses idempotent ones without keys."""
+        """A guard for ``handlers``; refuses idempotent or limited ones storeless."""
+        limited = sorted(n for n, h in handlers.items() if h.limits)
+        for name in limited:
+            check_limits(f"the handler of {name!r}", handlers[name].limits)
+        if limits is None and limited:
+            raise ValueError(
+                f"handlers with limits ({', '.join(map(repr, limited))}) need a job"
+                " store (SQS_JOBS_STORE_URL), or JobWorker(limit_store=store.limits())"
+            )
         if keys is None:
             idempotent = sorted(n for n, h in handlers.items() if h.idempotent)
             if idempotent:
@@ -131,7 +147,7 @@ class JobGuard:
                     " (SQS_JOBS_STORE_URL) or pass"
                     " JobWorker(idempotency_keys=store.idempotency_keys())"
                 )
-        return cls(keys, session_factory)
+        return cls(keys, session_factory, limits)
 
     def session(self) -> JobSession:
         """A new job's session (opened when the handler first asks for it)."""
@@ -148,10 +164,20 @@ class JobGuard:
     ) -> HandlerResult:
         """Call the handler through ``call``; return what came of it.
 
-        An idempotent handler's key is claimed first (its lease renewed
-        through ``runtime``), completed in the job's session on success, and
-        relinquished when the handler fails.
+        The handler's limits are taken first (``limited`` when one refuses;
+        the permits are renewed through ``runtime`` and returned once the
+        handler is done). An idempotent handler's key is claimed next (its
+        lease renewed likewise), completed in the job's session on success,
+        and relinquished when the handler fails.
         """
+        if handler.limits and self._gate is not None:
+            lease = _lease_seconds(delivery, handler, job)
+            permits = self._gate.enter(job, handler.limits, lease, report)
+            if isinstance(permits, Exception):
+                limited = isinstance(permits, JobLimited)
+                outcome = Outcome.LIMITED if limited else Outcome.RETRY
+                return HandlerResult(outcome, permits)
+            runtime.hold_permits(permits.renew, permits.release)
         session = runtime.session
         held = None
         if handler.idempotent:
@@ -256,12 +282,13 @@ class JobGuard:
         *,
         failed: bool,
     ) -> None:
-        """The handler is done: roll a failed job's session back, stop renewing
-        its key, and relinquish the key if the job failed."""
+        """The handler is done: roll a failed job's session back, return its
+        permits, stop renewing its key, and relinquish the key if the job failed."""
         if failed and session.opened is not None:
             # Before relinquishing: on SQLite the session's write lock would
             # hold the key's update back until the job's scope closes.
             _rollback(session.opened)
+        runtime.release_permits()
         if held is None:
             return
         held.done = True

@@ -1,4 +1,7 @@
-"""A job whose idempotency key another delivery holds: sent back for later.
+"""A job that may not run now: sent back for later.
+
+Two kinds of job wait: one whose idempotency key another delivery holds, and
+one a limit refused (outcome ``limited``).
 
 Leaving the message in place with its visibility set to the holder's lease end
 would make it come back with one more receive each time, and a long job's
@@ -6,7 +9,8 @@ duplicate would reach the queue's ``maxReceiveCount`` and be dead-lettered
 although nothing failed. On a standard queue it is sent again instead, due
 when that lease ends (at most SQS's 15 minutes ahead), with the same body (and
 so the same job id) and attributes, like a deferral: its receive count starts
-again. A FIFO queue takes no per-message delay, so there the visibility is set.
+again. A FIFO queue takes no per-message delay, so there the visibility is set: each
+wait then counts one receive against ``maxReceiveCount``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import typing as t
 
 import structlog
 
+from ..flow import JobLimited
 from ..model import loggable_text
 from ..model import MAX_DELAY_SECONDS
 from ._idempotent_run import IdempotencyKeyInProgress
@@ -28,15 +33,18 @@ log = structlog.get_logger(__name__)
 def send_back_later(
     ran: Ran, exception: BaseException | None
 ) -> dict[str, t.Any] | None:
-    """Send ``ran``'s job again, due when the key's lease ends, if it waits for one.
+    """Send ``ran``'s job again, due when its wait ends, if it waits for a key
+    or a limit.
 
     Returns the ``job_finished`` fields (the caller then deletes this copy),
-    or None when the message must stay: not waiting for a key, a FIFO queue,
-    or the send failed.
+    or None when the message must stay: not waiting, a FIFO queue, or the
+    send failed.
     """
     delivery = ran.delivery
-    if not isinstance(exception, IdempotencyKeyInProgress) or delivery.queue.is_fifo:
+    waits = isinstance(exception, IdempotencyKeyInProgress | JobLimited)
+    if not waits or delivery.queue.is_fifo:
         return None
+    assert isinstance(exception, IdempotencyKeyInProgress | JobLimited)
     delay = min(MAX_DELAY_SECONDS, exception.delay_seconds)
     params: dict[str, t.Any] = {"MessageBody": delivery.body, "DelaySeconds": delay}
     attributes = copy_attributes(delivery.attributes)
@@ -45,7 +53,9 @@ def send_back_later(
     try:
         new_id = delivery.queue.send(params)
     except Exception as exc:
-        log.warning("idempotency_wait_send_failed", error=loggable_text(str(exc)))
+        event = "limit" if isinstance(exception, JobLimited) else "idempotency"
+        log.warning(f"{event}_wait_send_failed", error=loggable_text(str(exc)))
         return None
-    log_retrying(ran, delay)
+    if not isinstance(exception, JobLimited):
+        log_retrying(ran, delay)
     return {"retry_in_seconds": delay, "new_message_id": new_id}

@@ -33,11 +33,12 @@ _LEVELS = {
     Outcome.DUPLICATE: "info",
     Outcome.EXPIRED: "warning",
     Outcome.CANCELLED: "info",
+    Outcome.LIMITED: "info",
     Outcome.RETRY: "warning",
 }
 #: Outcomes that leave the message in its queue: it comes back.
 _LEFT_IN_QUEUE = frozenset(
-    {Outcome.RETRY, Outcome.HEARTBEAT_FAILED, Outcome.DELETE_FAILED}
+    {Outcome.RETRY, Outcome.HEARTBEAT_FAILED, Outcome.DELETE_FAILED, Outcome.LIMITED}
 )
 
 

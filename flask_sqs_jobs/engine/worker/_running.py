@@ -103,7 +103,7 @@ class JobRunner:
         self._guard = guard or JobGuard()
         self._records_progress = overrides(self._hooks, "job_progress")
         self._cancels = CancelWatch(
-            tombstones, lambda e: report_error(self._hooks, None, e, "store")
+            tombstones, lambda e, queue: report_error(self._hooks, queue, e, "store")
         )
 
     def run(self, delivery: Delivery) -> Ran:

@@ -23,6 +23,7 @@ from ..model import MAX_DELAY_SECONDS
 from ..model import Outcome
 from ..model import report_error
 from ..model import Retry
+from ..model import RetryJob
 from ..model import Verdict
 from ..model import WorkerCounts
 from ..sqs import after_delete
@@ -237,6 +238,8 @@ class Settler:
             return Settled(
                 Outcome.HEARTBEAT_FAILED, result.exception, fields=result.fields
             )
+        if result.outcome is Outcome.LIMITED:
+            return self._limited(ran, result)
         if ran.job is not None and ran.job.cancel_requested.is_set():
             # Cancelled while it ran: whatever the handler did, it is done.
             cancelled = Settled(Outcome.CANCELLED, result.exception)
@@ -271,6 +274,25 @@ class Settler:
                 self._failed(delivery, "ChangeMessageVisibility", error)
         if result.outcome is Outcome.RETRY:
             log_retrying(ran, result.fields.get("retry_in_seconds"))
+        return result
+
+    def _limited(self, ran: Ran, result: Settled) -> Settled:
+        """A job a limit refused: back after its delay, never dead-lettered.
+
+        Sent again on a standard queue (its receive count starts again);
+        on a FIFO queue its visibility is set, which SQS counts as a receive.
+        """
+        delivery, exc = ran.delivery, result.exception
+        assert isinstance(exc, RetryJob)
+        result.fields["limit"] = getattr(exc, "limit", None)
+        sent = send_back_later(ran, exc)
+        if sent is not None:
+            result.fields.update(sent)
+            return self._delete(delivery, result)
+        delay = delivery.lease.cap_visibility(exc.delay_seconds)
+        delay, error = change_visibility(delivery, delay)
+        result.fields["retry_in_seconds"] = delay
+        self._failed(delivery, "ChangeMessageVisibility", error)
         return result
 
     def _apply_policy(self, ran: Ran, policy: Retry, result: Settled) -> Settled | None:

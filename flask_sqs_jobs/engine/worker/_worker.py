@@ -15,6 +15,7 @@ import typing as t
 
 import structlog
 
+from ..flow import LimitStore
 from ..flow import Tombstones
 from ..model import as_job_handler
 from ..model import call_hook
@@ -89,6 +90,8 @@ class JobWorker:
         ``store.session``).
     :param cancellations: a store's cancellations (``store.cancellations()``):
         a cancelled job is deleted unrun, or asked to stop while it runs.
+    :param limit_store: a store's limits (``store.limits()``); needed by
+        handlers with ``limits=[...]``.
     """
 
     def __init__(
@@ -104,11 +107,13 @@ class JobWorker:
         idempotency_keys: IdempotencyKeys | None = None,
         session_factory: SessionFactory | None = None,
         cancellations: Tombstones | None = None,
+        limit_store: LimitStore | None = None,
     ) -> None:
         _check_arguments(queues, idle_wait_seconds, concurrency, shutdown_timeout)
         self._group = queues
         self._handlers = {name: as_job_handler(h) for name, h in handlers.items()}
-        guard = JobGuard.for_handlers(self._handlers, idempotency_keys, session_factory)
+        stores = (idempotency_keys, session_factory, limit_store)
+        guard = JobGuard.for_handlers(self._handlers, *stores)
         self._should_stop = should_stop or (lambda: False)
         self._idle_wait = idle_wait_seconds
         self._concurrency = concurrency
@@ -132,7 +137,6 @@ class JobWorker:
         )
         #: What the worker counted: outcomes, malformed messages, unknown types.
         self.counts = processing.counts
-        pipelined = concurrency > 1
         self._receiver = Receiver(
             dict(queues.items()),
             self._heartbeat,
@@ -144,7 +148,7 @@ class JobWorker:
         self._pipelined: PipelinedReceiving | None = None
         self._cycle_thread: CycleThread | None = None
         self._slot_threads: SlotThreads | None = None
-        if pipelined:
+        if concurrency > 1:
             self._pipelined = PipelinedReceiving(
                 self._receiver, state, queues.polling_order, idle_wait_seconds
             )

@@ -18,6 +18,7 @@ if t.TYPE_CHECKING:
     from ..model import WorkerRegistry
     from ._cancellations import DynamoDBCancellations
     from ._idempotency import DynamoDBIdempotencyKeys
+    from ._limits import DynamoDBLimits
     from ._ticks import DynamoDBScheduleTicks
     from ._unique_keys import DynamoDBUniqueKeys
 
@@ -113,6 +114,12 @@ class DynamoDBStore(JobStore):
         from ._unique_keys import DynamoDBUniqueKeys
 
         return DynamoDBUniqueKeys(self.client, self.table_name)
+
+    def limits(self) -> DynamoDBLimits:
+        """Token buckets and permits in the table, for ``limits=[...]``."""
+        from ._limits import DynamoDBLimits
+
+        return DynamoDBLimits(self.client, self.table_name)
 
     def job_records(self, *, retention_seconds: float = 604800) -> JobRecords:
         """The job records; each item expires ``retention_seconds`` after its write."""

@@ -18,6 +18,7 @@ from ._records import in_rounds
 from ._records import JobEvent
 from ._records import JobRecord
 from ._records import JobRecords
+from ._records import LIMITED
 from ._records import merge_events
 from ._records import minute_of
 from ._records import MinuteCount
@@ -45,6 +46,7 @@ __all__ = [
     "DEAD_LETTERED",
     "DEFERRED",
     "DUPLICATE",
+    "LIMITED",
     "FAILED",
     "JobEvent",
     "JobRecord",

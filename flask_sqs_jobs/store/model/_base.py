@@ -6,6 +6,7 @@ import abc
 import typing as t
 
 if t.TYPE_CHECKING:
+    from ...engine.flow import LimitStore
     from ...engine.model import IdempotencyKeys
     from ...engine.unique import UniqueKeys
     from ._cancellations import Cancellations
@@ -41,6 +42,12 @@ class JobStore(abc.ABC):
         """The keys unique jobs hold from their enqueue until released."""
         raise NotImplementedError(
             f"the {self.kind or type(self).__name__} store keeps no unique keys"
+        )
+
+    def limits(self) -> LimitStore:
+        """The token buckets and permits of this store, for ``limits=[...]``."""
+        raise NotImplementedError(
+            f"the {self.kind or type(self).__name__} store keeps no limits"
         )
 
     def close(self) -> None:

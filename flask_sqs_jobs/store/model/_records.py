@@ -31,6 +31,8 @@ DEFERRED = "deferred"
 DUPLICATE = "duplicate"
 EXPIRED = "expired"
 CANCELLED = "cancelled"
+#: A limit refused the job's start; it comes back later (re-sent, like a deferral).
+LIMITED = "limited"
 STATUSES = (
     QUEUED,
     RUNNING,
@@ -42,6 +44,7 @@ STATUSES = (
     DUPLICATE,
     EXPIRED,
     CANCELLED,
+    LIMITED,
 )
 
 #: The order of the statuses within one attempt. An attempt's end (rank 3)
@@ -49,6 +52,7 @@ STATUSES = (
 STATUS_RANK = {
     QUEUED: 0,
     DEFERRED: 1,
+    LIMITED: 1,
     RUNNING: 2,
     SUCCEEDED: 3,
     RETRYING: 3,
@@ -61,8 +65,8 @@ STATUS_RANK = {
 #: A job in one of these statuses is sent again with a fresh receive count
 #: (deferral re-sends it, a redrive moves it back): a new delivery's
 #: ``running`` or ``deferred`` applies whatever its attempt.
-RESTARTING = frozenset({DEFERRED, DEAD_LETTERED})
-RESTARTS = frozenset({RUNNING, DEFERRED})
+RESTARTING = frozenset({DEFERRED, LIMITED, DEAD_LETTERED})
+RESTARTS = frozenset({RUNNING, DEFERRED, LIMITED})
 #: Statuses after which the job is done (``finished_at`` is set): no later
 #: write changes such a record, but a restart of a dead-lettered one.
 FINAL = frozenset({SUCCEEDED, FAILED, DEAD_LETTERED, DUPLICATE, EXPIRED, CANCELLED})
@@ -83,7 +87,8 @@ class JobRecord:
     #: The logical queue name.
     queue: str
     #: One of ``queued``, ``running``, ``succeeded``, ``retrying``, ``failed``,
-    #: ``dead_lettered``, ``deferred``, ``duplicate``, ``expired``, ``cancelled``.
+    #: ``dead_lettered``, ``deferred``, ``duplicate``, ``expired``, ``cancelled``,
+    #: ``limited``.
     status: str
     #: The receive count of the job's latest delivery (0 while queued).
     attempts: int

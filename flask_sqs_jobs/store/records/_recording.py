@@ -41,6 +41,7 @@ STATUS_OF_OUTCOME = {
     "duplicate": r.DUPLICATE,
     "expired": r.EXPIRED,
     "cancelled": r.CANCELLED,
+    "limited": r.LIMITED,
     "heartbeat_failed": r.RETRYING,
     "delete_failed": r.RETRYING,
 }
@@ -132,7 +133,7 @@ class RecordingHooks(Hooks):
         kept = error = None
         if status == r.SUCCEEDED:
             kept, error = _result_text(result)
-        if status not in (r.SUCCEEDED, r.DUPLICATE, r.DEFERRED):
+        if status not in (r.SUCCEEDED, r.DUPLICATE, r.DEFERRED, r.LIMITED):
             error = _error_text(exception, str(outcome))
         self._submit(
             job,
@@ -142,7 +143,7 @@ class RecordingHooks(Hooks):
             enqueued_at=_sent_at(job),
             # Not started (a running job cancelled keeps its running start).
             started_at=None
-            if status in (r.DEFERRED, r.EXPIRED, r.CANCELLED)
+            if status in (r.DEFERRED, r.EXPIRED, r.CANCELLED, r.LIMITED)
             else now - dt.timedelta(milliseconds=duration_ms),
             finished_at=now if status in FINAL else None,
             result=kept,

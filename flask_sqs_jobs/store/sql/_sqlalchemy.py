@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..model import JobStore
 from . import _tables
 from ._idempotency import SQLIdempotencyKeys
+from ._limits import SQLLimits
 from ._unique_keys import SQLUniqueKeys
 
 if t.TYPE_CHECKING:
@@ -120,6 +121,10 @@ class SQLAlchemyStore(JobStore):
     def unique_keys(self) -> SQLUniqueKeys:
         """The ``sqs_jobs_unique_keys`` table, for unique jobs."""
         return SQLUniqueKeys(lambda: self.engine)
+
+    def limits(self) -> SQLLimits:
+        """The ``sqs_jobs_limit_*`` tables, for handlers with ``limits=[...]``."""
+        return SQLLimits(lambda: self.engine)
 
     def create_tables(self) -> list[str]:
         """Create the ``sqs_jobs_`` tables that are missing; keep the others.

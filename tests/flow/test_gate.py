@@ -1,0 +1,131 @@
+"""The limit gate: what a job takes before its handler starts, and gives back."""
+
+from __future__ import annotations
+
+import typing as t
+
+import pytest
+from flask_sqs_jobs.engine import Job
+from flask_sqs_jobs.engine.flow import ConcurrencyLimit
+from flask_sqs_jobs.engine.flow import JobLimited
+from flask_sqs_jobs.engine.flow import Limit
+from flask_sqs_jobs.engine.flow import LimitGate
+from flask_sqs_jobs.engine.flow import Permits
+from flask_sqs_jobs.engine.flow import RateLimit
+
+
+class FakeLimits:
+    """A store whose answers the test sets; it notes every call."""
+
+    def __init__(self, *, tokens: float = 0.0, free: bool = True) -> None:
+        self.tokens, self.free = tokens, free
+        self.calls: list[tuple[t.Any, ...]] = []
+        self.fail: Exception | None = None
+
+    def take_token(self, name: str, key: str, limit: int, per: float) -> float:
+        self.calls.append(("take", name, key))
+        if self.fail is not None:
+            raise self.fail
+        return self.tokens
+
+    def acquire_permit(
+        self, name: str, key: str, limit: int, holder: str, lease_seconds: float
+    ) -> int | None:
+        self.calls.append(("acquire", name, key, lease_seconds))
+        return 0 if self.free else None
+
+    def renew_permit(
+        self, name: str, key: str, slot: int, holder: str, lease_seconds: float
+    ) -> bool:
+        self.calls.append(("renew", name, key, lease_seconds))
+        return True
+
+    def release_permit(self, name: str, key: str, slot: int, holder: str) -> None:
+        self.calls.append(("release", name, key))
+
+
+def job(**payload: t.Any) -> Job:
+    return Job(job_type="charge", payload=payload, queue="default", job_id="j1")
+
+
+def tenant(payload: t.Mapping[str, t.Any]) -> str:
+    return str(payload["tenant"])
+
+
+def test_permits_are_taken_before_tokens_and_kept_for_the_handler() -> None:
+    store = FakeLimits()
+    limits: list[Limit] = [RateLimit("api", 5), ConcurrencyLimit("db", 3, key=tenant)]
+    errors: list[BaseException] = []
+
+    entered = LimitGate(store).enter(job(tenant="t1"), limits, 30, errors.append)
+
+    assert isinstance(entered, Permits)
+    assert store.calls == [("acquire", "db", "t1", 30), ("take", "api", "")]
+    entered.renew(12)
+    entered.release()
+    assert store.calls[-2:] == [("renew", "db", "t1", 12), ("release", "db", "t1")]
+    assert errors == []
+
+
+def test_a_refused_token_gives_the_permits_back_and_limits_the_job() -> None:
+    store = FakeLimits(tokens=0.5)
+    limits: list[Limit] = [
+        ConcurrencyLimit("db", 3, lease_seconds=90),
+        RateLimit("api", 5),
+    ]
+
+    entered = LimitGate(store).enter(job(), limits, 30, lambda exc: None)
+
+    assert isinstance(entered, JobLimited)
+    assert entered.limit == "api"
+    assert 1 <= entered.delay_seconds <= 3
+    assert store.calls[0] == ("acquire", "db", "", 90)
+    assert store.calls[-1] == ("release", "db", "")
+
+
+def test_no_free_permit_limits_the_job_without_taking_a_token() -> None:
+    store = FakeLimits(free=False)
+    limits: list[Limit] = [RateLimit("api", 5), ConcurrencyLimit("db", 3)]
+
+    entered = LimitGate(store).enter(job(), limits, 30, lambda exc: None)
+
+    assert isinstance(entered, JobLimited)
+    assert entered.limit == "db"
+    assert [call[0] for call in store.calls] == ["acquire"]
+
+
+def test_a_failing_store_is_reported_and_gives_the_permits_back() -> None:
+    store = FakeLimits()
+    store.fail = ConnectionError("store down")
+    errors: list[BaseException] = []
+    limits: list[Limit] = [ConcurrencyLimit("db", 3), RateLimit("api", 5)]
+
+    entered = LimitGate(store).enter(job(), limits, 30, errors.append)
+
+    assert isinstance(entered, ConnectionError)
+    assert errors == [entered]
+    assert store.calls[-1] == ("release", "db", "")
+
+
+def test_a_key_that_is_not_a_str_is_an_error_naming_the_limit() -> None:
+    limits = [RateLimit("api", 5, key=lambda payload: payload["n"])]
+
+    entered = LimitGate(FakeLimits()).enter(job(n=1), limits, 30, lambda exc: None)
+
+    assert isinstance(entered, ValueError)
+    assert "'api'" in str(entered)
+
+
+@pytest.mark.parametrize("wait", [0.0, 0.02, 3.0])
+def test_the_delay_is_at_least_the_wait_and_spread(wait: float) -> None:
+    store = FakeLimits(tokens=wait or 1e-6)
+    delays = set()
+    for _ in range(200):
+        entered = LimitGate(store).enter(
+            job(), [RateLimit("api", 5)], 30, lambda exc: None
+        )
+        assert isinstance(entered, JobLimited)
+        delays.add(entered.delay_seconds)
+    assert min(delays) >= max(1, wait)
+    assert max(delays) <= 2 * max(1, wait) + 1
+    assert len(delays) > 1
