@@ -200,11 +200,13 @@ def test_a_concurrency_limit_per_tenant_holds_across_three_workers(
     for chunk in range(0, len(jobs), 10):
         group.enqueue_many("default", jobs[chunk : chunk + 10])
 
-    wait_until(
-        lambda: len(read_notes(workers.shared / "ends")) >= len(jobs),
-        120,
-        workers.output,
-    )
+    def ended(tenant: str) -> int:
+        return sum(
+            1 for note in read_notes(workers.shared / "ends") if note[2] == tenant
+        )
+
+    # Delivery is at least once: a job may run again (a redelivery under load).
+    wait_until(lambda: all(ended(x) >= 10 for x in tenants), 120, workers.output)
 
     notes = [
         (at, "start", tenant, pid)
@@ -215,7 +217,7 @@ def test_a_concurrency_limit_per_tenant_holds_across_three_workers(
     ]
     runs = intervals(notes)
     assert sorted(runs) == tenants
-    assert all(len(runs[x]) == 10 for x in tenants)
+    assert all(len(runs[x]) >= 10 for x in tenants)
     peaks = {tenant: most_at_once(runs[tenant]) for tenant in tenants}
     assert max(peaks.values()) <= limits_app.PER_TENANT, peaks
     # The limit was reached, not merely never approached.

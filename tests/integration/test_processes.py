@@ -305,13 +305,26 @@ def test_one_health_port_covers_every_process(
         jobs.enqueue("default", "record", {"n": n})
     wait_for_jobs(record_file, 4)
     ran = {str(index) for index, pid in pids.items() if pid in job_pids(record_file)}
-    code, text = get(port, "/metrics")
-    assert code == 200
-    samples = [
-        sample
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    ]
+
+    def scrape() -> list[t.Any]:
+        code, text = get(port, "/metrics")
+        assert code == 200
+        return [
+            sample
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        ]
+
+    def successes(samples: list[t.Any]) -> float:
+        return sum(
+            float(s.value)
+            for s in samples
+            if s.name == "sqs_jobs_jobs_total" and s.labels["outcome"] == "success"
+        )
+
+    # A job's handler writes its record before the job is settled and counted.
+    wait_until(lambda: successes(scrape()) >= 4, 15, supervisor.output)
+    samples = scrape()
     busy = {s.labels["process"] for s in samples if s.name == "sqs_jobs_busy_slots"}
     assert busy == {"0", "1"}
     finished = {
