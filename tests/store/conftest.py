@@ -39,12 +39,14 @@ REGION = "us-east-1"
 _SERIAL_MOTO_SERVER = """
 import sys
 from werkzeug.serving import run_simple
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication, MotoRequestHandler, create_backend_app,
-)
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+try:  # newer moto releases have their own handler; older ones serve with werkzeug's
+    from moto.moto_server.werkzeug_app import MotoRequestHandler as handler
+except ImportError:
+    handler = None
 run_simple(
     "127.0.0.1", int(sys.argv[1]), DomainDispatcherApplication(create_backend_app),
-    threaded=False, request_handler=MotoRequestHandler,
+    threaded=False, request_handler=handler,
 )
 """
 
