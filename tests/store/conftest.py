@@ -39,8 +39,9 @@ REGION = "us-east-1"
 _SERIAL_MOTO_SERVER = """
 import sys
 from werkzeug.serving import run_simple
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-try:  # newer moto releases have their own handler; older ones serve with werkzeug's
+from moto.moto_server.werkzeug_app import create_backend_app
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+try:  # newer moto releases have their own handler; older ones use werkzeug's
     from moto.moto_server.werkzeug_app import MotoRequestHandler as handler
 except ImportError:
     handler = None
