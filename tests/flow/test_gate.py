@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import typing as t
 
 import pytest
@@ -12,6 +13,7 @@ from flask_sqs_jobs.engine.flow import Limit
 from flask_sqs_jobs.engine.flow import LimitGate
 from flask_sqs_jobs.engine.flow import Permits
 from flask_sqs_jobs.engine.flow import RateLimit
+from flask_sqs_jobs.engine.flow import TokenCache
 
 
 class FakeLimits:
@@ -27,6 +29,14 @@ class FakeLimits:
         if self.fail is not None:
             raise self.fail
         return self.tokens
+
+    def take_tokens(
+        self, name: str, key: str, limit: int, per: float, most: int
+    ) -> tuple[int, float]:
+        self.calls.append(("take", name, key, most))
+        if self.fail is not None:
+            raise self.fail
+        return (0, self.tokens) if self.tokens else (most, 0.0)
 
     def acquire_permit(
         self, name: str, key: str, limit: int, holder: str, lease_seconds: float
@@ -63,8 +73,67 @@ def test_permits_are_taken_before_tokens_and_kept_for_the_handler() -> None:
     assert store.calls == [("acquire", "db", "t1", 30), ("take", "api", "")]
     entered.renew(12)
     entered.release()
-    assert store.calls[-2:] == [("renew", "db", "t1", 12), ("release", "db", "t1")]
+    assert store.calls[-1] == ("renew", "db", "t1", 12)
+    # The returned permit waits a moment for the worker's next job, then goes back.
+    assert eventually(lambda: store.calls[-1] == ("release", "db", "t1"))
     assert errors == []
+
+
+def test_the_next_job_takes_the_permit_the_last_one_returned() -> None:
+    store = FakeLimits()
+    gate = LimitGate(store)
+    limits: list[Limit] = [ConcurrencyLimit("db", 3, key=tenant)]
+
+    first = gate.enter(job(tenant="t1"), limits, 30, lambda exc: None)
+    assert isinstance(first, Permits)
+    first.release()
+    second = gate.enter(job(tenant="t1"), limits, 30, lambda exc: None)
+    assert isinstance(second, Permits)
+    other = gate.enter(job(tenant="t2"), limits, 30, lambda exc: None)
+    assert isinstance(other, Permits)
+
+    # One acquire for t1's two jobs, one for t2's.
+    assert [c for c in store.calls if c[0] == "acquire"] == [
+        ("acquire", "db", "t1", 30),
+        ("acquire", "db", "t2", 30),
+    ]
+    second.release()
+    other.release()
+    assert eventually(lambda: [c[0] for c in store.calls].count("release") == 2)
+
+
+def test_a_fast_rate_limit_takes_tokens_in_batches_for_the_next_jobs() -> None:
+    store = FakeLimits()
+    now = [100.0]
+    tokens = TokenCache(store, clock=lambda: now[0])
+    limit = RateLimit("api", 10_000, per=1)
+
+    assert [tokens.take(limit, "") for _ in range(7)] == [0.0] * 7
+    # Asked for 1, 2 and 4 tokens: seven starts, three store calls.
+    assert store.calls == [("take", "api", "", n) for n in (1, 2, 4)]
+
+    assert tokens.take(limit, "") == 0.0
+    now[0] += 0.06  # past the hold of a batch: its spare tokens are dropped
+    assert tokens.take(limit, "") == 0.0
+    # Tokens were dropped, so the next take asks for half as many.
+    assert store.calls[-2:] == [("take", "api", "", 8), ("take", "api", "", 4)]
+
+
+def test_a_slow_rate_limit_is_taken_one_token_a_job() -> None:
+    store = FakeLimits()
+    tokens = TokenCache(store)
+    for _ in range(3):
+        assert tokens.take(RateLimit("api", 5, per=1), "") == 0.0
+    assert store.calls == [("take", "api", "")] * 3
+
+
+def eventually(check: t.Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def test_a_refused_token_gives_the_permits_back_and_limits_the_job() -> None:

@@ -6,8 +6,9 @@ be given back), then one token of each rate limit; when any is refused, the
 permits already taken are given back and the job is :class:`JobLimited`: it
 does not run now and comes back after a jittered delay (outcome ``limited``,
 not a failed attempt). A job that starts holds its permits until its handler
-returns; the heartbeat renews them with each visibility extension, and a
-dead worker's come back when their lease ends.
+returns (and the worker keeps them a moment for its next job, see
+``_permit_pool.py``); the heartbeat renews them with each visibility
+extension, and a dead worker's come back when their lease ends.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import dataclasses
 import math
 import random
 import typing as t
-import uuid
 
 import structlog
 
@@ -28,6 +28,9 @@ from ._limit_specs import ConcurrencyLimit
 from ._limit_specs import RateLimit
 from ._limit_store import LimitStore
 from ._limit_store import MAX_LIMIT_KEY_LENGTH
+from ._permit_pool import PermitPool
+from ._permit_pool import PooledPermit
+from ._token_cache import TokenCache
 
 log = structlog.get_logger(__name__)
 
@@ -103,52 +106,55 @@ def key_value(limit: Limit, job: Job) -> str:
 class Permits:
     """The concurrency permits one running job holds."""
 
-    store: LimitStore
-    holder: str
+    pool: PermitPool
     report: StoreErrors
-    #: (name, key, slot, lease seconds or None: the extension's).
-    held: list[tuple[str, str, int, float | None]] = dataclasses.field(
+    #: Each permit and its lease seconds (None: the message's extension).
+    held: list[tuple[PooledPermit, float | None]] = dataclasses.field(
         default_factory=list
     )
 
     def renew(self, seconds: int) -> None:
         """Extend every permit with the message (on the heartbeat's pool)."""
-        for name, key, slot, lease in self.held:
+        for permit, lease in self.held:
             try:
-                renewed = self.store.renew_permit(
-                    name, key, slot, self.holder, lease or seconds
-                )
+                renewed = self.pool.renew(permit, lease or seconds)
             except Exception as exc:
-                log.warning("limit_renew_failed", limit=name, error=_shown(exc))
+                log.warning("limit_renew_failed", limit=permit.name, error=_shown(exc))
                 self.report(exc)
                 continue
             if not renewed:
                 log.warning(
                     "limit_renew_failed",
-                    limit=name,
+                    limit=permit.name,
                     error="the permit is no longer held by this job",
                 )
 
-    def release(self) -> None:
-        """Give every permit back; a failure leaves it to its lease's end."""
+    def release(self, keep: bool = True) -> None:
+        """Give every permit back (kept a moment for the worker's next job
+        unless ``keep`` is false); a failure leaves it to its lease's end."""
         held, self.held = self.held, []
-        for name, key, slot, _ in held:
+        for permit, _ in held:
             try:
-                self.store.release_permit(name, key, slot, self.holder)
+                self.pool.release(permit, keep)
             except Exception as exc:
-                log.warning("limit_release_failed", limit=name, error=_shown(exc))
+                shown = _shown(exc)
+                log.warning("limit_release_failed", limit=permit.name, error=shown)
                 self.report(exc)
 
 
 class LimitGate:
     """Take a job's limits before its handler starts.
 
-    One per worker, shared by the slot threads; it keeps nothing between
-    jobs. :param store: the store's limits (``store.limits()``).
+    One per worker, shared by the slot threads; between jobs it keeps only
+    the tokens of fast rate limits taken ahead (:class:`TokenCache`) and the
+    permits its jobs just returned (:class:`PermitPool`).
+    :param store: the store's limits (``store.limits()``).
     """
 
     def __init__(self, store: LimitStore) -> None:
         self._store = store
+        self._tokens = TokenCache(store)
+        self._permits = PermitPool(store)
 
     def enter(
         self,
@@ -160,18 +166,17 @@ class LimitGate:
         """The permits ``job`` now holds, the :class:`JobLimited` that stops
         it, or the error that kept the store from answering (the job is then
         retried; its permits are given back)."""
-        holder = f"{job.job_id or job.message_id}/{uuid.uuid4().hex[:12]}"
-        permits = Permits(self._store, holder, report)
+        permits = Permits(self._permits, report)
         try:
             refused = self._take(job, limits, lease_seconds, permits)
         except Exception as exc:
             log.warning("limit_check_failed", error=_shown(exc))
             report(exc)
-            permits.release()
+            permits.release(keep=False)
             return exc
         if refused is None:
             return permits
-        permits.release()
+        permits.release(keep=False)
         return refused
 
     def _take(
@@ -185,16 +190,16 @@ class LimitGate:
             if isinstance(limit, ConcurrencyLimit):
                 key = key_value(limit, job)
                 lease = limit.lease_seconds
-                slot = self._store.acquire_permit(
-                    limit.name, key, limit.limit, permits.holder, lease or lease_seconds
+                permit = self._permits.acquire(
+                    limit.name, key, limit.limit, lease or lease_seconds
                 )
-                if slot is None:
+                if permit is None:
                     return JobLimited(limit.name, jittered_delay(0))
-                permits.held.append((limit.name, key, slot, lease))
+                permits.held.append((permit, lease))
         for limit in limits:
             if isinstance(limit, RateLimit):
                 key = key_value(limit, job)
-                wait = self._store.take_token(limit.name, key, limit.limit, limit.per)
+                wait = self._tokens.take(limit, key)
                 if wait > 0:
                     return JobLimited(limit.name, jittered_delay(wait))
         return None

@@ -31,6 +31,17 @@ class LimitStore(t.Protocol):
         """
         ...
 
+    def take_tokens(
+        self, name: str, key: str, limit: int, per: float, most: int
+    ) -> tuple[int, float]:
+        """Take up to ``most`` tokens of ``(name, key)`` at once.
+
+        The bucket is ``take_token``'s, holding :func:`capacity` tokens when
+        full. Returns how many were taken (at least one when any is there)
+        and, when none was, the seconds until one is.
+        """
+        ...
+
     def acquire_permit(
         self, name: str, key: str, limit: int, holder: str, lease_seconds: float
     ) -> int | None:

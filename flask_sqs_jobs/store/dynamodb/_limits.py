@@ -1,14 +1,15 @@
 """Limits in the DynamoDB store's table: ``pk = "limit#<name>#<key>"``.
 
 A rate limit is one item (``sk = "bucket"``): its tokens, when they were
-counted, and a version. A take reads it (strongly consistent), applies the
-token bucket's arithmetic, and writes it back conditional on the version it
-read; a take that lost the race reads again. A concurrency limit is one item
-per slot (``sk = "slot#<n>"``) with its holder and when its lease ends; a
-slot is taken by a put conditional on it being free (no item, no holder, or
-an ended lease), so a dead worker's permits come back on their own. Items
-expire by TTL a day after their last use. Times are this process's clock:
-keep the workers' clocks in sync (NTP).
+counted, and a version. A take (of one token, or of a worker's batch) reads
+it (strongly consistent), applies the token bucket's arithmetic, and writes
+it back conditional on the version it read; a take that lost the race
+reads again. A concurrency limit is one item per slot (``sk = "slot#<n>"``)
+with its holder and when its lease ends; a slot is taken by a put
+conditional on it being free (no item, no holder, or an ended lease), so a
+dead worker's permits come back on their own. Items expire by TTL a day
+after their last use. Times are this process's clock: keep the workers'
+clocks in sync (NTP).
 """
 
 from __future__ import annotations
@@ -60,6 +61,13 @@ class DynamoDBLimits:
 
     def take_token(self, name: str, key: str, limit: int, per: float) -> float:
         """Take one token of ``(name, key)``: 0, or the seconds until one."""
+        taken, wait = self.take_tokens(name, key, limit, per, 1)
+        return 0.0 if taken else wait
+
+    def take_tokens(
+        self, name: str, key: str, limit: int, per: float, most: int
+    ) -> tuple[int, float]:
+        """Take up to ``most`` tokens of ``(name, key)``: how many, and the wait."""
         rate = RateLimit(name, limit, per)
         item_key = {PARTITION_KEY: _pk(name, key), SORT_KEY: {"S": _BUCKET}}
         for attempt in range(_ATTEMPTS):
@@ -72,9 +80,9 @@ class DynamoDBLimits:
                     float(item["tokens"]["N"]), float(item["updated_at"]["N"])
                 )
             now = time.time()
-            taken = take_token(rate, state, now)
+            taken = take_token(rate, state, now, most)
             if not taken.taken:
-                return max(taken.retry_after, 1e-6)
+                return 0, max(taken.retry_after, 1e-6)
             version = 0 if item is None else int(item["version"]["N"])
             written = {
                 **item_key,
@@ -98,7 +106,7 @@ class DynamoDBLimits:
                     raise
                 time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
                 continue
-            return 0.0
+            return taken.count, 0.0
         raise RuntimeError(f"the bucket of limit {name!r} kept changing; gave up")
 
     def acquire_permit(

@@ -10,15 +10,16 @@ a take is one ``UPDATE`` of the first free slot (``FOR UPDATE SKIP LOCKED``
 on PostgreSQL, so racing takers pass each other), and a slot whose lease
 ended is free again, so a dead worker's permits come back on their own.
 
-These transactions commit without waiting for the disk on PostgreSQL
-(``synchronous_commit = off``): a database crash may forget the last few
-takes and returns, never half of one. Times are this process's clock
+A take asks for up to ``most`` tokens at once (a worker keeps the extra
+ones a moment for its next jobs, see ``engine/flow/_token_cache.py``). On
+PostgreSQL each call is one statement in autocommit mode: one round trip.
+Times are this process's clock
 (seconds since the epoch): keep the workers' clocks in sync (NTP).
 """
 
 from __future__ import annotations
 
-import contextlib
+import math
 import random
 import time
 import typing as t
@@ -28,10 +29,12 @@ import sqlalchemy.dialects.postgresql
 import sqlalchemy.dialects.sqlite
 
 from ...engine.flow import BucketState
+from ...engine.flow import capacity
 from ...engine.flow import MAX_LIMIT_KEY_LENGTH
 from ...engine.flow import RateLimit
 from ...engine.flow import take_token
 from ._tables import metadata
+from ._tables import one_statement
 
 #: One token bucket per (limit, key).
 buckets = sa.Table(
@@ -75,15 +78,6 @@ def _insert(dialect: str, table: sa.Table) -> t.Any:
     return insert.returning(table.c.name)
 
 
-@contextlib.contextmanager
-def _begin(engine: sa.Engine) -> t.Iterator[sa.Connection]:
-    """A short transaction; on PostgreSQL it commits without waiting for the disk."""
-    with engine.begin() as connection:
-        if engine.dialect.name == "postgresql":
-            connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
-        yield connection
-
-
 def _pair(dialect: str) -> tuple[t.Any, t.Any]:
     """SQL's two-argument min and max for ``dialect``."""
     if dialect == "postgresql":
@@ -92,10 +86,12 @@ def _pair(dialect: str) -> tuple[t.Any, t.Any]:
 
 
 def _take_statement(dialect: str) -> sa.Update:
-    """The take: refill the bucket up to ``p_now`` and take a token where the
-    refilled bucket holds one; a row back when it took one."""
+    """The take: refill the bucket up to ``p_now`` (at most ``p_limit``, its
+    capacity) and take ``p_most`` tokens where the refilled bucket holds them;
+    a row back when it took them."""
     least, greatest = _pair(dialect)
     now = sa.bindparam("p_now", type_=sa.Float())
+    most = sa.bindparam("p_most", type_=sa.Float())
     elapsed = greatest(sa.literal(0.0), now - buckets.c.updated_at)
     refilled = least(
         sa.bindparam("p_limit", type_=sa.Float()),
@@ -105,8 +101,8 @@ def _take_statement(dialect: str) -> sa.Update:
         buckets.update()
         .where(buckets.c.name == sa.bindparam("p_name"))
         .where(buckets.c.key == sa.bindparam("p_key"))
-        .where(refilled >= 1.0)
-        .values(tokens=refilled - 1.0, updated_at=greatest(buckets.c.updated_at, now))
+        .where(refilled >= most)
+        .values(tokens=refilled - most, updated_at=greatest(buckets.c.updated_at, now))
         .returning(buckets.c.tokens)
     )
 
@@ -173,33 +169,53 @@ class SQLLimits:
 
     def take_token(self, name: str, key: str, limit: int, per: float) -> float:
         """Take one token of ``(name, key)``: 0, or the seconds until one."""
+        taken, wait = self.take_tokens(name, key, limit, per, 1)
+        return 0.0 if taken else wait
+
+    def take_tokens(
+        self, name: str, key: str, limit: int, per: float, most: int
+    ) -> tuple[int, float]:
+        """Take up to ``most`` tokens of ``(name, key)``: how many, and the wait.
+
+        One ``UPDATE`` when the bucket holds ``most``; when it holds fewer,
+        a second one takes a single token; a bucket never used is inserted.
+        """
         engine = self._engine()
         if self._take is None:
             self._take = _take_statement(engine.dialect.name)
+        rate = RateLimit(name, limit, per)
+        full = capacity(rate)
         now = time.time()
-        values = {"p_name": name, "p_key": key, "p_now": now}
-        with _begin(engine) as connection:
-            taken = connection.execute(
-                self._take, {**values, "p_limit": float(limit), "p_rate": limit / per}
-            ).first()
-            if taken is not None:
-                return 0.0
+        values = {
+            "p_name": name,
+            "p_key": key,
+            "p_now": now,
+            "p_limit": full,
+            "p_rate": limit / per,
+        }
+        with one_statement(engine) as connection:
+            for count in dict.fromkeys((max(1, most), 1)):
+                taken = connection.execute(
+                    self._take, {**values, "p_most": float(count)}
+                ).first()
+                if taken is not None:
+                    return count, 0.0
+            count = min(max(1, most), math.floor(full))
             inserted = connection.execute(
                 _insert(engine.dialect.name, buckets),
-                {"name": name, "key": key, "tokens": limit - 1.0, "updated_at": now},
+                {"name": name, "key": key, "tokens": full - count, "updated_at": now},
             ).first()
             if inserted is not None:
-                return 0.0
+                return count, 0.0
             row = connection.execute(
                 sa.select(buckets.c.tokens, buckets.c.updated_at).where(
                     (buckets.c.name == name) & (buckets.c.key == key)
                 )
             ).first()
         if row is None:  # pragma: no cover - a row is never deleted
-            return 1e-6
-        state = BucketState(row[0], row[1])
-        wait = take_token(RateLimit(name, limit, per), state, now).retry_after
-        return max(wait, 1e-6)
+            return 0, 1e-6
+        wait = take_token(rate, BucketState(row[0], row[1]), now).retry_after
+        return 0, max(wait, 1e-6)
 
     def acquire_permit(
         self, name: str, key: str, limit: int, holder: str, lease_seconds: float
@@ -211,7 +227,7 @@ class SQLLimits:
         for _ in range(_ATTEMPTS):
             now = time.time()
             values = {"p_name": name, "p_key": key, "p_limit": limit, "p_now": now}
-            with _begin(engine) as connection:
+            with one_statement(engine) as connection:
                 slot = connection.execute(
                     self._acquire,
                     {**values, "p_holder": holder, "p_expires": now + lease_seconds},
@@ -242,7 +258,7 @@ class SQLLimits:
         self, name: str, key: str, slot: int, holder: str, lease_seconds: float
     ) -> bool:
         """Push the slot's lease on; False when ``holder`` lost it."""
-        with _begin(self._engine()) as connection:
+        with one_statement(self._engine()) as connection:
             renewed = connection.execute(
                 _RENEW,
                 {
@@ -257,7 +273,7 @@ class SQLLimits:
 
     def release_permit(self, name: str, key: str, slot: int, holder: str) -> None:
         """Free the slot if ``holder`` still holds it."""
-        with _begin(self._engine()) as connection:
+        with one_statement(self._engine()) as connection:
             connection.execute(
                 _RELEASE,
                 {"p_name": name, "p_key": key, "p_slot": slot, "p_holder": holder},

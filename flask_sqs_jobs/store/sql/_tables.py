@@ -7,6 +7,8 @@ Every table is prefixed ``sqs_jobs_``. Alembic users add
 
 from __future__ import annotations
 
+import collections.abc as cabc
+import contextlib
 import datetime as dt
 import typing as t
 
@@ -181,3 +183,21 @@ workers = sa.Table(
     #: The flask-sqs-jobs version it runs.
     sa.Column("version", sa.String(64), nullable=False),
 )
+
+
+@contextlib.contextmanager
+def one_statement(engine: sa.Engine) -> cabc.Iterator[sa.Connection]:
+    """A connection for one statement, atomic on its own.
+
+    On PostgreSQL in autocommit mode: one round trip instead of three
+    (``BEGIN``, the statement, ``COMMIT``). SQLite keeps the store's
+    ``BEGIN IMMEDIATE`` transaction, which takes the write lock at once.
+    """
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(
+            isolation_level="AUTOCOMMIT"
+        ) as connection:
+            yield connection
+        return
+    with engine.begin() as connection:
+        yield connection

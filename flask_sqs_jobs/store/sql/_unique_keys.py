@@ -25,6 +25,7 @@ import sqlalchemy.dialects.sqlite
 import sqlalchemy.orm
 
 from ._tables import metadata
+from ._tables import one_statement
 from ._tables import UTCDateTime
 
 #: One row per held key; a row past ``expires_at`` is free to take over.
@@ -147,23 +148,9 @@ class SQLUniqueKeys:
         with self._connect() as connection:
             connection.execute(sa.delete(unique_keys).where(held))
 
-    @contextlib.contextmanager
-    def _connect(self) -> cabc.Iterator[sa.Connection]:
-        """A connection for one statement, atomic on its own.
-
-        On PostgreSQL in autocommit mode: one round trip instead of three
-        (``BEGIN``, the statement, ``COMMIT``). SQLite keeps the store's
-        ``BEGIN IMMEDIATE`` transaction, which takes the write lock at once.
-        """
-        engine = self._engine()
-        if engine.dialect.name == "postgresql":
-            with engine.connect().execution_options(
-                isolation_level="AUTOCOMMIT"
-            ) as connection:
-                yield connection
-            return
-        with engine.begin() as connection:
-            yield connection
+    def _connect(self) -> contextlib.AbstractContextManager[sa.Connection]:
+        """A connection for one statement, atomic on its own."""
+        return one_statement(self._engine())
 
     def forget_expired(self, limit: int = 1000) -> int:
         """Delete up to ``limit`` rows whose time is up; return how many."""
