@@ -15,10 +15,15 @@ import threading
 import time
 import typing as t
 
+import structlog
+
+from ..model import loggable_text
 from ._limit_specs import RateLimit
 from ._limit_store import LimitStore
 from ._token_bucket import batch_ceiling
 from ._token_bucket import hold_seconds
+
+log = structlog.get_logger(__name__)
 
 #: Above this many (limit, key) entries, the empty ones are forgotten.
 _PRUNE_ABOVE = 1000
@@ -27,7 +32,7 @@ _PRUNE_ABOVE = 1000
 class _Entry:
     """The tokens held for one (limit, key): batches of [count, deadline]."""
 
-    __slots__ = ("batches", "dropped", "size", "taking")
+    __slots__ = ("batches", "dropped", "refused_until", "size", "taking", "waiting")
 
     def __init__(self) -> None:
         self.batches: collections.deque[list[float]] = collections.deque()
@@ -35,6 +40,14 @@ class _Entry:
         self.dropped = False
         #: Whether a thread is taking a batch from the store for this entry.
         self.taking = False
+        #: Threads waiting for that batch.
+        self.waiting = 0
+        #: Until when the store said the bucket is empty (no take ahead then).
+        self.refused_until = 0.0
+
+    def held(self) -> int:
+        """How many tokens are held (some may be past their deadline)."""
+        return int(sum(batch[0] for batch in self.batches))
 
     def spend(self, now: float) -> bool:
         """Spend one held token that is still in time; False: none is."""
@@ -50,13 +63,14 @@ class _Entry:
         return True
 
     def next_size(self, most: int) -> int:
-        """How many tokens the next take asks for."""
+        """How many tokens the next take asks for: at least one for each
+        thread waiting now."""
         if self.dropped:
             self.size = max(1, self.size // 2)
         else:
             self.size = min(most, max(1, self.size * 2))
         self.dropped = False
-        return self.size
+        return min(most, max(self.size, 1 + self.waiting))
 
 
 class TokenCache:
@@ -78,7 +92,10 @@ class TokenCache:
         """Take one token of ``limit`` for ``key``: 0, or the seconds until one.
 
         One thread at a time takes a batch for a (limit, key); the others
-        that find no token wait for its batch rather than asking too.
+        that find no token wait for its batch rather than asking too (and
+        the next batch counts them). When a spent token leaves fewer than
+        half a batch held, the next batch is taken ahead, on a thread of its
+        own, so that the jobs after it find tokens waiting.
         """
         most = batch_ceiling(limit)
         if most == 1:
@@ -86,14 +103,53 @@ class TokenCache:
         with self._cond:
             entry = self._entry(limit.name, key)
             while True:
-                started = self._clock()
-                if entry.spend(started):
-                    return 0.0
-                if not entry.taking:
+                now = self._clock()
+                if entry.spend(now):
+                    ahead = (
+                        not entry.taking
+                        and now >= entry.refused_until
+                        and 2 * entry.held() < entry.size
+                    )
+                    if not ahead:
+                        return 0.0
+                    entry.taking = True
+                    want = entry.next_size(most)
                     break
+                if not entry.taking:
+                    entry.taking = True
+                    want = entry.next_size(most)
+                    return self._fill(limit, key, entry, want, now, keep=False)
+                entry.waiting += 1
                 self._cond.wait(hold_seconds(limit))
-            entry.taking = True
-            want = entry.next_size(most)
+                entry.waiting -= 1
+        threading.Thread(
+            target=self._fill_ahead,
+            args=(limit, key, entry, want, now),
+            name="sqs-jobs-tokens",
+            daemon=True,
+        ).start()
+        return 0.0
+
+    def _fill_ahead(
+        self, limit: RateLimit, key: str, entry: _Entry, want: int, now: float
+    ) -> None:
+        try:
+            self._fill(limit, key, entry, want, now, keep=True)
+        except Exception as exc:
+            # The next job that finds no token asks the store itself, and reports.
+            log.warning("limit_check_failed", error=loggable_text(str(exc), 1000))
+
+    def _fill(
+        self,
+        limit: RateLimit,
+        key: str,
+        entry: _Entry,
+        want: int,
+        started: float,
+        keep: bool,
+    ) -> float:
+        """Take ``want`` tokens into ``entry`` (all of them when ``keep``, else
+        all but the caller's); 0, or the seconds until a token is there."""
         taken, wait = 0, 0.0
         try:
             taken, wait = self._store.take_tokens(
@@ -102,10 +158,13 @@ class TokenCache:
         finally:
             with self._cond:
                 entry.taking = False
-                if taken > 1:
+                spare = taken if keep else taken - 1
+                if spare > 0:
                     # The deadline counts from before the call: never after the take.
                     deadline = started + hold_seconds(limit)
-                    entry.batches.append([float(taken - 1), deadline])
+                    entry.batches.append([float(spare), deadline])
+                if not taken:
+                    entry.refused_until = started + wait
                 self._cond.notify_all()
         return 0.0 if taken else wait
 
