@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import typing as t
 
@@ -164,16 +165,119 @@ def test_stats_shows_each_level(app: Flask) -> None:
 def test_the_outbox_sends_to_the_level_of_priority(
     sqs: SQSClient, tmp_path: t.Any
 ) -> None:
+    with _outbox_app(sqs, tmp_path, "box") as (jobs, session):
+        jobs.enqueue("box", "build", {"n": 0}, priority=0, session=session)
+        jobs.enqueue("box", "build", {"n": 1}, session=session)
+    assert [b["payload"] for b in _on(sqs, "box-p0")] == [{"n": 0}]
+    assert [b["payload"] for b in _on(sqs, "box-p1")] == [{"n": 1}]
+
+
+def test_enqueue_many_sends_each_job_to_the_level_of_its_priority(
+    app: Flask, jobs: SQSJobs, sqs: SQSClient
+) -> None:
+    ids = jobs.enqueue_many(
+        "reports",
+        [
+            {"job_type": "build", "payload": {"n": 0}, "priority": 2},
+            ("build", {"n": 1}),
+            {"job_type": "build", "payload": {"n": 2}, "priority": 0},
+            {"job_type": "build", "payload": {"n": 3}, "priority": 2},
+        ],
+    )
+
+    bodies = {
+        level: {m["MessageId"]: json.loads(m["Body"]) for m in _messages(sqs, level)}
+        for level in range(3)
+    }
+    # Message ids come back in input order, whichever level each job went to.
+    assert [bodies[2][ids[0]]["payload"], bodies[2][ids[3]]["payload"]] == [
+        {"n": 0},
+        {"n": 3},
+    ]
+    assert bodies[1][ids[1]]["payload"] == {"n": 1}
+    assert bodies[0][ids[2]]["payload"] == {"n": 2}
+    assert sum(len(b) for b in bodies.values()) == 4
+
+
+def test_a_task_batch_with_a_priority_goes_to_that_level(
+    app: Flask, jobs: SQSJobs, sqs: SQSClient
+) -> None:
+    @jobs.task(queue="reports")
+    def build(n: int) -> None: ...
+
+    build.options(priority=0).enqueue_many([{"n": 1}, {"n": 2}])
+
+    assert sorted(b["payload"]["n"] for b in _on(sqs, "app-reports-p0")) == [1, 2]
+    assert not _on(sqs, "app-reports-p1")
+
+
+def test_a_batch_with_one_bad_priority_sends_nothing_and_names_the_job(
+    app: Flask, jobs: SQSJobs, sqs: SQSClient
+) -> None:
+    with pytest.raises(ValueError, match=r"jobs\[1\]: priority must be 0\.\.2"):
+        jobs.enqueue_many(
+            "reports",
+            [
+                {"job_type": "build", "payload": {}, "priority": 0},
+                {"job_type": "build", "payload": {}, "priority": 7},
+            ],
+        )
+    assert not any(_on(sqs, f"app-reports-p{level}") for level in range(3))
+
+
+def test_a_level_that_refuses_its_jobs_fails_only_them_in_input_order(
+    app: Flask, jobs: SQSJobs, sqs: SQSClient
+) -> None:
+    from flask_sqs_jobs import EnqueueBatchError
+
+    sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName="app-reports-p0")["QueueUrl"])
+    with pytest.raises(EnqueueBatchError) as error:
+        jobs.enqueue_many(
+            "reports",
+            [
+                {"job_type": "build", "payload": {"n": 0}, "priority": 0},
+                {"job_type": "build", "payload": {"n": 1}, "priority": 1},
+                {"job_type": "build", "payload": {"n": 2}, "priority": 0},
+            ],
+        )
+
+    assert [index for index, _ in error.value.enqueued] == [1]
+    assert [index for index, *_ in error.value.failed] == [0, 2]
+    assert [b["payload"] for b in _on(sqs, "app-reports-p1")] == [{"n": 1}]
+
+
+def test_the_outbox_sends_a_batch_to_the_levels_of_its_priorities(
+    sqs: SQSClient, tmp_path: t.Any
+) -> None:
+    with _outbox_app(sqs, tmp_path, "many") as (jobs, session):
+        jobs.enqueue_many(
+            "many",
+            [
+                {"job_type": "build", "payload": {"n": 0}, "priority": 0},
+                {"job_type": "build", "payload": {"n": 1}, "priority": 1},
+            ],
+            session=session,
+        )
+    assert [b["payload"] for b in _on(sqs, "many-p0")] == [{"n": 0}]
+    assert [b["payload"] for b in _on(sqs, "many-p1")] == [{"n": 1}]
+
+
+@contextlib.contextmanager
+def _outbox_app(
+    sqs: SQSClient, tmp_path: t.Any, queue: str
+) -> t.Iterator[tuple[SQSJobs, t.Any]]:
+    """An app whose two-level ``queue`` has an outbox: what is enqueued in the
+    session is committed and relayed when the block ends."""
     import sqlalchemy as sa
     import sqlalchemy.orm
     from flask_sqs_jobs.store.outbox import flush_all
 
     for level in range(2):
-        create_queue(sqs, f"box-p{level}")
+        create_queue(sqs, f"{queue}-p{level}")
     store_url = f"sqlite:///{tmp_path / 'jobs.db'}"
     app = Flask(__name__)
     app.config.update(
-        SQS_JOBS_QUEUES={"box": {"name": "box", "priority_levels": 2}},
+        SQS_JOBS_QUEUES={queue: {"name": queue, "priority_levels": 2}},
         SQS_JOBS_STORE_URL=store_url,
         SQS_JOBS_RECORD_JOBS=False,
     )
@@ -182,12 +286,15 @@ def test_the_outbox_sends_to_the_level_of_priority(
     engine = sa.create_engine(store_url)
     try:
         with app.app_context(), sa.orm.Session(engine) as session:
-            jobs.enqueue("box", "build", {"n": 0}, priority=0, session=session)
-            jobs.enqueue("box", "build", {"n": 1}, session=session)
+            yield jobs, session
             session.commit()
             assert flush_all()
-        assert [b["payload"] for b in _on(sqs, "box-p0")] == [{"n": 0}]
-        assert [b["payload"] for b in _on(sqs, "box-p1")] == [{"n": 1}]
     finally:
         engine.dispose()
         jobs.store(app).close()
+
+
+def _messages(sqs: SQSClient, level: int) -> list[dict[str, t.Any]]:
+    url = sqs.get_queue_url(QueueName=f"app-reports-p{level}")["QueueUrl"]
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    return [dict(message) for message in received.get("Messages", [])]

@@ -29,6 +29,7 @@ from ._eager_sink import EagerQueue
 from ._eager_sink import EagerSink
 from ._enqueue import enqueue
 from ._enqueue import enqueue_many
+from ._enqueue import prepare_batch
 from ._enqueue import target_queue
 from ._pipeline import deliver
 from ._pipeline import produce
@@ -62,6 +63,7 @@ __all__ = [
     "enqueue",
     "enqueue_many",
     "prepare_job",
+    "prepare_batch",
     "prepare_jobs",
     "produce",
     "read_job_specs",

@@ -9,14 +9,17 @@ a batch).
 from __future__ import annotations
 
 import collections.abc as cabc
+import functools
 import typing as t
 
+from ..model import EnqueueBatchError
 from ..sqs import priority_queue
 from ._batch_sink import SqsBatchSink
 from ._eager_sink import EagerQueue
 from ._pipeline import produce
 from ._prepare import prepare_job
 from ._prepare import prepare_jobs
+from ._prepare import PreparedJob
 from ._sinks import BatchSink
 from ._sinks import Sink
 from ._sinks import SqsSink
@@ -44,11 +47,59 @@ def enqueue(
 def enqueue_many(
     group: NamedQueues, queue_name: str, specs: cabc.Iterable[object]
 ) -> list[str]:
-    """See :meth:`QueueGroup.enqueue_many` (a queue with priority levels: its
-    default level)."""
-    queue_name, queue, _ = target_queue(group, queue_name, {})
-    prepared = prepare_jobs(queue, queue_name, specs)
-    return produce(group, prepared, batch_sink(queue))
+    """See :meth:`QueueGroup.enqueue_many`: each job on the level of its
+    ``priority`` on a queue with priority levels (its middle level without
+    one), the jobs of each level in batches of their own."""
+    prepared = prepare_batch(group, queue_name, specs)
+    by_queue: dict[str, list[PreparedJob]] = {}
+    for job in prepared:
+        by_queue.setdefault(job.queue_name, []).append(job)
+    if not prepared:
+        return []
+    if len(by_queue) == 1:
+        return produce(group, prepared, batch_sink(prepared[0].queue))
+    return _produce_per_queue(group, list(by_queue.values()), len(prepared))
+
+
+def prepare_batch(
+    group: NamedQueues,
+    queue_name: str,
+    specs: cabc.Iterable[object],
+    *,
+    job_id_deduplicates: bool = False,
+) -> list[PreparedJob]:
+    """Check a batch's jobs for the logical ``queue_name``, each on the queue
+    of its ``priority`` (:func:`target_queue`); nothing is sent.
+
+    :raises TypeError, ValueError: a job is wrong (its index named).
+    """
+    if not group.priority_levels.get(queue_name):
+        group.queue(queue_name)  # an unknown queue is refused even with no jobs
+    return prepare_jobs(
+        functools.partial(target_queue, group, queue_name),
+        specs,
+        job_id_deduplicates=job_id_deduplicates,
+    )
+
+
+def _produce_per_queue(
+    group: NamedQueues, batches: list[list[PreparedJob]], total: int
+) -> list[str]:
+    """Each queue's batch in turn; every batch is tried, refusals are merged."""
+    sent: dict[int, str] = {}
+    failed: list[tuple[int, str, str]] = []
+    for batch in batches:
+        where = [t.cast(int, job.index) for job in batch]
+        try:
+            ids = produce(group, batch, batch_sink(batch[0].queue))
+        except EnqueueBatchError as exc:
+            sent.update((where[i], message_id) for i, message_id in exc.enqueued)
+            failed.extend((where[i], code, text) for i, code, text in exc.failed)
+            continue
+        sent.update(zip(where, ids, strict=True))
+    if failed:
+        raise EnqueueBatchError(sorted(sent.items()), sorted(failed), total)
+    return [sent[index] for index in range(total)]
 
 
 def target_queue(

@@ -156,14 +156,19 @@ def prepare_job(
     )
 
 
+#: Where a batch's job goes: its queue's name and queue, and its fields
+#: without what chose them (``priority``).
+TargetOf = cabc.Callable[[dict[str, t.Any]], tuple[str, SqsQueue, dict[str, t.Any]]]
+
+
 def prepare_jobs(
-    queue: SqsQueue,
-    queue_name: str,
+    target: TargetOf,
     specs: cabc.Iterable[object],
     *,
     job_id_deduplicates: bool = False,
 ) -> list[PreparedJob]:
-    """:func:`prepare_job` for each :data:`JobSpec` of a batch, in order.
+    """:func:`prepare_job` for each :data:`JobSpec` of a batch, in order, each
+    on the queue ``target`` picks for it.
 
     Every job is checked before this returns, so a batch with one wrong job
     sends, writes and runs nothing.
@@ -171,8 +176,8 @@ def prepare_jobs(
     prepared = []
     for index, spec in enumerate(specs):
         try:
-            fields = read_job_spec(spec)
-        except TypeError as exc:
+            queue_name, queue, fields = target(read_job_spec(spec))
+        except (TypeError, ValueError) as exc:
             raise named_error(exc, index) from None
         job_type = fields.pop("job_type")
         payload = fields.pop("payload", None)

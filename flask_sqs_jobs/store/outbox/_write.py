@@ -26,8 +26,8 @@ import sqlalchemy.orm
 from ...engine import QueueGroup
 from ...engine.model import JSONObject
 from ...engine.producing import JobSpec
+from ...engine.producing import prepare_batch
 from ...engine.producing import prepare_job
-from ...engine.producing import prepare_jobs
 from ...engine.producing import PreparedJob
 from ...engine.producing import produce
 from ...engine.producing import Sink
@@ -120,8 +120,7 @@ def add_many_to_outbox(
     Each job is what :meth:`QueueGroup.enqueue_many` takes; every job is
     checked before any row is written.
     """
-    queue, sqs_queue, _ = target_queue(group, queue, {})
-    prepared = prepare_jobs(sqs_queue, queue, jobs, job_id_deduplicates=True)
+    prepared = prepare_batch(group, queue, jobs, job_id_deduplicates=True)
     return produce(group, prepared, RowSink(session, group)) if prepared else []
 
 
