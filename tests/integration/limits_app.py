@@ -2,7 +2,9 @@
 
 Run it as ``python -m flask --app tests.integration.limits_app:create_app``.
 Set up by env vars: ``TEST_APP_ENDPOINT``, ``TEST_APP_QUEUES`` (JSON),
-``TEST_APP_STORE_URL`` and ``TEST_APP_DIR``, a directory shared with the test.
+``TEST_APP_STORE_URL`` (or ``TEST_APP_DYNAMODB_TABLE``, with
+``AWS_ENDPOINT_URL_DYNAMODB`` saying where) and ``TEST_APP_DIR``, a directory
+shared with the test.
 
 Every handler appends a line to ``starts`` when it starts and to ``ends``
 when it returns (``<time> <job type> <tenant> <pid>``, one ``write`` of an
@@ -24,6 +26,7 @@ from flask import Flask
 from flask_sqs_jobs import ConcurrencyLimit
 from flask_sqs_jobs import RateLimit
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.store import DynamoDBStore
 
 from tests.integration.flask_test_app import configure_logging
 
@@ -51,10 +54,14 @@ def create_app() -> Flask:
         SQS_JOBS_ENDPOINT_URL=os.environ["TEST_APP_ENDPOINT"],
         SQS_JOBS_REGION_NAME="us-east-1",
         SQS_JOBS_IDLE_WAIT_SECONDS=1,
-        SQS_JOBS_STORE_URL=os.environ["TEST_APP_STORE_URL"],
         SQS_JOBS_RECORD_JOBS=False,
     )
-    jobs = SQSJobs()
+    table = os.environ.get("TEST_APP_DYNAMODB_TABLE")
+    if table:
+        jobs = SQSJobs(store=DynamoDBStore(table))
+    else:
+        app.config["SQS_JOBS_STORE_URL"] = os.environ["TEST_APP_STORE_URL"]
+        jobs = SQSJobs()
     shared = pathlib.Path(os.environ["TEST_APP_DIR"])
 
     @jobs.task(limits=[RateLimit("ping", RATE, per=1)])

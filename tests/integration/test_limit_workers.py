@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import dataclasses
 import json
 import os
 import pathlib
@@ -12,17 +13,22 @@ import threading
 import time
 import typing as t
 
+import boto3
 import pytest
 import sqlalchemy as sa
+from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store import SQLAlchemyStore
 from flask_sqs_jobs.store.sql._limits import permits
 
 from tests.integration import limits_app
+from tests.store.conftest import dynamodb_endpoint as dynamodb_endpoint
 
 from .conftest import FAKE_AWS_ENV
 from .conftest import make_client
 from .conftest import MakeQueue
+from .conftest import REGION
 from .conftest import ROOT
+from .conftest import unique_name
 from .helpers import producer
 from .helpers import wait_until
 from .processes import WorkerProcess
@@ -43,15 +49,50 @@ def read_notes(path: pathlib.Path) -> list[Note]:
     return notes
 
 
+@dataclasses.dataclass
+class LimitStore:
+    """The store the workers share: its settings for the app, and a way to open it."""
+
+    kind: str
+    env: dict[str, str]
+    open: cabc.Callable[[], t.Any]
+    #: The SQL store's URL ("" on DynamoDB).
+    url: str = ""
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "dynamodb"])
+def limit_store(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> LimitStore:
+    """A fresh store with its tables: a SQLite file, PostgreSQL or DynamoDB."""
+    if request.param == "dynamodb":
+        # moto's threaded server can let two racing conditional writes both
+        # succeed; this one serves one request at a time, as DynamoDB orders them.
+        endpoint = request.getfixturevalue("dynamodb_endpoint")
+        client = boto3.client("dynamodb", region_name=REGION, endpoint_url=endpoint)
+        table = unique_name("limits")
+        DynamoDBStore(table, boto_client=client).create_tables()
+        return LimitStore(
+            "dynamodb",
+            {"TEST_APP_DYNAMODB_TABLE": table, "AWS_ENDPOINT_URL_DYNAMODB": endpoint},
+            lambda: DynamoDBStore(table, boto_client=client),
+        )
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    store = SQLAlchemyStore(url)
+    store.create_tables()
+    store.close()
+    return LimitStore(
+        request.param, {"TEST_APP_STORE_URL": url}, lambda: SQLAlchemyStore(url), url
+    )
+
+
 class Workers:
     """``flask sqs-worker`` processes of the limits app, on one queue and store."""
 
     def __init__(
-        self, endpoint: str, url: str, store_url: str, shared: pathlib.Path
+        self, endpoint: str, url: str, store: LimitStore, shared: pathlib.Path
     ) -> None:
-        store = SQLAlchemyStore(store_url)
-        store.create_tables()
-        store.close()
         self.shared, self.url = shared, url
         self.group = producer(make_client(endpoint), default=url)
         self.env = {
@@ -66,7 +107,7 @@ class Workers:
             "TEST_APP_QUEUES": json.dumps(
                 {"default": {"name": url.rsplit("/", 1)[-1]}}
             ),
-            "TEST_APP_STORE_URL": store_url,
+            **store.env,
             "TEST_APP_DIR": str(shared),
         }
         self.processes: list[WorkerProcess] = []
@@ -96,18 +137,24 @@ class Workers:
 def workers(
     sqs_endpoint: str,
     make_queue: MakeQueue,
-    store_url: str,
+    limit_store: LimitStore,
     tmp_path: pathlib.Path,
     request: pytest.FixtureRequest,
 ) -> cabc.Iterator[Workers]:
     visibility = getattr(request, "param", 30)
     url = make_queue("limits", visibility_timeout=visibility)
-    started = Workers(sqs_endpoint, url, store_url, tmp_path)
+    started = Workers(sqs_endpoint, url, limit_store, tmp_path)
     yield started
     started.close()
 
 
-def test_three_workers_share_one_rate_limit(workers: Workers, store_url: str) -> None:
+# The serial DynamoDB server cannot answer three workers' refused takes at
+# this rate in time; the DynamoDB bucket's arithmetic is the SQL one's
+# (tests/store/test_limits_contract.py runs it on both).
+@pytest.mark.parametrize("limit_store", ["sqlite", "postgresql"], indirect=True)
+def test_three_workers_share_one_rate_limit(
+    workers: Workers, limit_store: LimitStore
+) -> None:
     rate = limits_app.RATE
     group = workers.group
     # A backlog first, then more work than the limit allows (1.1 x) for 12 s:
@@ -120,7 +167,7 @@ def test_three_workers_share_one_rate_limit(workers: Workers, store_url: str) ->
     def drain() -> None:
         # Until the first job starts, the bucket is kept empty: the workers
         # start what refills, not a burst saved up while they started.
-        store = SQLAlchemyStore(store_url)
+        store = limit_store.open()
         limits = store.limits()
         while not starts_file.exists() and not stop.is_set():
             wait = limits.take_token("ping", "", rate, 1)
@@ -221,9 +268,10 @@ def test_a_concurrency_limit_per_tenant_holds_across_three_workers(
     assert max(peaks.values()) >= 2, peaks
 
 
+@pytest.mark.parametrize("limit_store", ["sqlite", "postgresql"], indirect=True)
 @pytest.mark.parametrize("workers", [6], indirect=True)
 def test_a_killed_workers_permit_comes_back_within_one_lease(
-    workers: Workers, store_url: str
+    workers: Workers, limit_store: LimitStore
 ) -> None:
     first, second = workers.start(2, concurrency=2)
     group = workers.group
@@ -245,7 +293,7 @@ def test_a_killed_workers_permit_comes_back_within_one_lease(
     # that delivery end at once, whoever takes the permit first.
     (workers.shared / "release-1").touch()
 
-    store = SQLAlchemyStore(store_url)
+    store = SQLAlchemyStore(limit_store.url)
     with store.engine.connect() as connection:
         [(expires_at,)] = connection.execute(
             sa.select(permits.c.expires_at).where(permits.c.name == "solo")
