@@ -19,10 +19,9 @@ import typing as t
 import structlog
 from flask import Flask
 from flask_sqs_jobs import current_job
-from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.store import DynamoDBStore
 
 from tests.integration.flask_test_app import configure_logging
+from tests.integration.flask_test_app import jobs_on_env_store
 
 log = structlog.get_logger("cancel_app")
 
@@ -39,12 +38,7 @@ def create_app() -> Flask:
         SQS_JOBS_REGION_NAME="us-east-1",
         SQS_JOBS_IDLE_WAIT_SECONDS=1,
     )
-    table = os.environ.get("TEST_APP_DYNAMODB_TABLE")
-    if table:
-        jobs = SQSJobs(store=DynamoDBStore(table))
-    else:
-        app.config["SQS_JOBS_STORE_URL"] = os.environ["TEST_APP_STORE_URL"]
-        jobs = SQSJobs()
+    jobs = jobs_on_env_store(app)
     jobs.init_app(app)
 
     @jobs.handler("long")

@@ -73,6 +73,18 @@ def configure_logging() -> None:
     )
 
 
+def jobs_on_env_store(app: Flask) -> SQSJobs:
+    """An extension on the store the environment names: a DynamoDB table
+    (``TEST_APP_DYNAMODB_TABLE``) or a SQL URL (``TEST_APP_STORE_URL``)."""
+    from flask_sqs_jobs.store import DynamoDBStore
+
+    table = os.environ.get("TEST_APP_DYNAMODB_TABLE")
+    if table:
+        return SQSJobs(store=DynamoDBStore(table))
+    app.config["SQS_JOBS_STORE_URL"] = os.environ["TEST_APP_STORE_URL"]
+    return SQSJobs()
+
+
 def record(line: dict[str, t.Any]) -> None:
     with _record_lock, open(os.environ["TEST_APP_RECORD_FILE"], "a") as file:
         file.write(json.dumps(line) + "\n")

@@ -25,10 +25,9 @@ import time
 from flask import Flask
 from flask_sqs_jobs import ConcurrencyLimit
 from flask_sqs_jobs import RateLimit
-from flask_sqs_jobs import SQSJobs
-from flask_sqs_jobs.store import DynamoDBStore
 
 from tests.integration.flask_test_app import configure_logging
+from tests.integration.flask_test_app import jobs_on_env_store
 
 RATE = 50
 PER_TENANT = 3
@@ -56,12 +55,7 @@ def create_app() -> Flask:
         SQS_JOBS_IDLE_WAIT_SECONDS=1,
         SQS_JOBS_RECORD_JOBS=False,
     )
-    table = os.environ.get("TEST_APP_DYNAMODB_TABLE")
-    if table:
-        jobs = SQSJobs(store=DynamoDBStore(table))
-    else:
-        app.config["SQS_JOBS_STORE_URL"] = os.environ["TEST_APP_STORE_URL"]
-        jobs = SQSJobs()
+    jobs = jobs_on_env_store(app)
     shared = pathlib.Path(os.environ["TEST_APP_DIR"])
 
     @jobs.task(limits=[RateLimit("ping", RATE, per=1)])
