@@ -42,6 +42,7 @@ def worker_services(
             concurrency=options.concurrency,
             record_jobs=config.record_jobs,
             retention_seconds=config.record_retention_seconds,
+            lost_worker_retention_seconds=config.lost_worker_retention_seconds,
             on_error=lambda error: report_error(worker.hooks, None, error, "store"),
         )
     )

@@ -66,6 +66,9 @@ class Config:
     record_jobs: bool = True
     #: ``SQS_JOBS_RECORD_RETENTION_SECONDS``: how long workers keep job records.
     record_retention_seconds: int = 604800
+    #: ``SQS_JOBS_LOST_WORKER_RETENTION_SECONDS``: how long a worker's row
+    #: outlives its last refresh before the workers' pruning deletes it.
+    lost_worker_retention_seconds: int = 86400
     #: ``SQS_JOBS_DASHBOARD_SHOW_PAYLOADS``: the dashboard shows payloads and results.
     dashboard_show_payloads: bool = True
     #: ``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``: failed sends after which an outbox row
@@ -126,6 +129,9 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         record_jobs=_bool(config, "RECORD_JOBS", default=True),
         record_retention_seconds=_positive_int(
             config, "RECORD_RETENTION_SECONDS", 604800
+        ),
+        lost_worker_retention_seconds=_positive_int(
+            config, "LOST_WORKER_RETENTION_SECONDS", 86400
         ),
         dashboard_show_payloads=_bool(config, "DASHBOARD_SHOW_PAYLOADS", default=True),
         outbox_max_attempts=_positive_int(

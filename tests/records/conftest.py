@@ -12,15 +12,11 @@ from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store import JobStore
 from flask_sqs_jobs.store import SQLAlchemyStore
 
-from tests.integration.servers import moto_server
+from tests.store import conftest as store_fixtures
 
-
-@pytest.fixture(scope="session")
-def dynamodb_endpoint(tmp_path_factory: pytest.TempPathFactory) -> cabc.Iterator[str]:
-    """A real ``moto_server`` for this test process, serving DynamoDB."""
-    log = pathlib.Path(tmp_path_factory.mktemp("moto")) / "moto_server.log"
-    with moto_server(log) as endpoint:
-        yield endpoint
+# moto's threaded server can let two racing conditional writes of one record
+# both succeed; this one serves a request at a time, as DynamoDB orders them.
+dynamodb_endpoint = store_fixtures.dynamodb_endpoint
 
 
 @pytest.fixture

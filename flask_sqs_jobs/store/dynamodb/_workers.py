@@ -1,7 +1,8 @@
 """Live workers in the DynamoDB store's table: ``pk = "workers"``, ``sk = <worker_id>``.
 
-Each row expires (TTL) a day after its last refresh, so a killed worker's row
-does not stay forever.
+The workers' pruning deletes a row not refreshed for
+``SQS_JOBS_LOST_WORKER_RETENTION_SECONDS``; each row also expires (TTL) a week
+after its last refresh, a backstop for a fleet that no longer runs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ._schema import SORT_KEY
 from ._schema import TTL_ATTRIBUTE
 
 #: How long a worker's row outlives its last refresh before TTL deletes it.
-WORKER_TTL_SECONDS = 86400
+WORKER_TTL_SECONDS = 7 * 86400
 
 
 class DynamoDBWorkerRegistry:
@@ -89,6 +90,33 @@ class DynamoDBWorkerRegistry:
     def remove(self, worker_id: str) -> None:
         """Delete the worker's item (one ``DeleteItem``), at a graceful stop."""
         self._client.delete_item(TableName=self._table, Key=_worker_key(worker_id))
+
+    def prune_lost(self, older_than: dt.datetime) -> int:
+        """Delete the items not refreshed since ``older_than``; return how many.
+
+        One ``Query`` of the partition (every worker's item: hundreds at
+        most) and one ``DeleteItem`` per lost worker, each conditional on the
+        item not having been refreshed since it was read.
+        """
+        deleted = 0
+        for worker in self.list():
+            if worker.last_seen_at >= older_than:
+                continue
+            try:
+                self._client.delete_item(
+                    TableName=self._table,
+                    Key=_worker_key(worker.worker_id),
+                    ConditionExpression="last_seen_at = :seen",
+                    ExpressionAttributeValues={
+                        ":seen": s_value(worker.last_seen_at.isoformat())
+                    },
+                )
+            except ClientError as exc:
+                if aws_error_code(exc) == "ConditionalCheckFailedException":
+                    continue  # refreshed meanwhile, or deleted by another worker
+                raise
+            deleted += 1
+        return deleted
 
     def list(self) -> list[r.WorkerRecord]:
         """Every worker's item, oldest first.

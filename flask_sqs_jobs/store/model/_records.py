@@ -237,6 +237,9 @@ class WorkerRegistry(t.Protocol):
     def list(self) -> list[WorkerRecord]:
         """Every registered worker, lost ones included, oldest first."""
 
+    def prune_lost(self, older_than: dt.datetime) -> int:
+        """Delete the workers not refreshed since ``older_than``; return how many."""
+
 
 def merge_events(events: cabc.Iterable[JobEvent]) -> list[JobEvent]:
     """Fold a batch of in-order events into one per job, as the store would apply them.

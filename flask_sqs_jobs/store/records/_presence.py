@@ -1,9 +1,10 @@
 """The worker's row in the store: registered at start, refreshed, removed at stop.
 
 It also prunes, at most once an hour per worker, job records past
-``SQS_JOBS_RECORD_RETENTION_SECONDS`` and idempotency keys past their time to
-live: one indexed ``DELETE`` each (nothing on DynamoDB, whose TTL deletes old
-items).
+``SQS_JOBS_RECORD_RETENTION_SECONDS``, idempotency keys past their time to
+live (one indexed ``DELETE`` each; nothing on DynamoDB, whose TTL deletes old
+items) and the rows of workers not refreshed for
+``SQS_JOBS_LOST_WORKER_RETENTION_SECONDS`` (killed or lost hosts).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ PRUNE_SECONDS = 3600.0
 
 #: The store part a failed housekeeping action is counted under.
 _STORE_PARTS = {"prune": "job_records", "forget_keys": "idempotency"}
+#: ``SQS_JOBS_LOST_WORKER_RETENTION_SECONDS``' default: a day.
+LOST_WORKER_RETENTION_SECONDS = 86400
 
 
 def package_version() -> str:
@@ -83,6 +86,7 @@ class WorkerPresence:
         records: JobRecords | None = None,
         forget_expired_keys: cabc.Callable[[], int] | None = None,
         retention_seconds: float = 604800,
+        lost_worker_retention_seconds: float = LOST_WORKER_RETENTION_SECONDS,
         refresh_seconds: float = REFRESH_SECONDS,
         prune_seconds: float = PRUNE_SECONDS,
         on_error: cabc.Callable[[BaseException], None] | None = None,
@@ -96,6 +100,7 @@ class WorkerPresence:
         self._forget_expired_keys = forget_expired_keys
         self._busy_slots = busy_slots
         self._retention = dt.timedelta(seconds=retention_seconds)
+        self._lost_retention = dt.timedelta(seconds=lost_worker_retention_seconds)
         self._refresh_seconds = refresh_seconds
         self._prune_seconds = prune_seconds
         self._started = _now()
@@ -152,6 +157,7 @@ class WorkerPresence:
             )
             if due:
                 pruned_at = now
+                self._attempt("prune_workers", self._prune_workers, now)
                 if self._records is not None:
                     self._attempt("prune", self._prune, now)
                 if self._forget_expired_keys is not None:
@@ -175,6 +181,11 @@ class WorkerPresence:
         deleted = self._records.prune(now - self._retention)
         if deleted:
             log.info("job_records_pruned", deleted=deleted)
+
+    def _prune_workers(self, now: dt.datetime) -> None:
+        deleted = self._registry.prune_lost(now - self._lost_retention)
+        if deleted:
+            log.info("lost_workers_pruned", deleted=deleted)
 
     def _forget_keys(self) -> None:
         assert self._forget_expired_keys is not None
@@ -209,6 +220,7 @@ def presence_of(
     concurrency: int,
     record_jobs: bool,
     retention_seconds: int,
+    lost_worker_retention_seconds: int = LOST_WORKER_RETENTION_SECONDS,
     on_error: cabc.Callable[[BaseException], None] | None = None,
 ) -> list[WorkerPresence]:
     """A :class:`WorkerPresence` for ``worker``, or none without a store.
@@ -232,6 +244,7 @@ def presence_of(
             else None,
             forget_expired_keys=_key_forgetting(store),
             retention_seconds=retention_seconds,
+            lost_worker_retention_seconds=lost_worker_retention_seconds,
             on_error=on_error,
         )
     ]
