@@ -126,6 +126,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
             enabled=config.record_jobs,
             retention_seconds=config.record_retention_seconds,
             synchronous=config.eager,
+            mode=config.record_mode,
         )
         self._parts[app] = AppParts(
             config=config,

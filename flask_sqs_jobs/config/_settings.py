@@ -64,6 +64,9 @@ class Config:
     check_job_types: bool = True
     #: ``SQS_JOBS_RECORD_JOBS``: write job records when a store is configured.
     record_jobs: bool = True
+    #: ``SQS_JOBS_RECORD_MODE``: which jobs get a record: ``"all"``,
+    #: ``"failures"`` or a share of jobs in (0, 1].
+    record_mode: str | float = "all"
     #: ``SQS_JOBS_RECORD_RETENTION_SECONDS``: how long workers keep job records.
     record_retention_seconds: int = 604800
     #: ``SQS_JOBS_LOST_WORKER_RETENTION_SECONDS``: how long a worker's row
@@ -127,6 +130,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         scheduler_role_arn=_optional_str(config, "SCHEDULER_ROLE_ARN"),
         check_job_types=_bool(config, "CHECK_JOB_TYPES", default=True),
         record_jobs=_bool(config, "RECORD_JOBS", default=True),
+        record_mode=_record_mode(config.get(f"{PREFIX}RECORD_MODE", "all")),
         record_retention_seconds=_positive_int(
             config, "RECORD_RETENTION_SECONDS", 604800
         ),
@@ -147,6 +151,26 @@ def _scheduler(value: object) -> str:
             f' periodic jobs) or "eventbridge" (EventBridge Scheduler); got {value!r}'
         )
     return value
+
+
+def _record_mode(value: object) -> str | float:
+    if isinstance(value, str) and value in ("all", "failures"):
+        return value
+    share: object = value
+    if isinstance(value, str):
+        try:
+            share = float(value)
+        except ValueError:
+            share = None
+    if isinstance(share, bool) or not isinstance(share, int | float):
+        share = None
+    if share is None or not 0 < share <= 1:
+        raise ValueError(
+            f'{PREFIX}RECORD_MODE must be "all" (every job), "failures" (only jobs that'
+            " end failed or dead_lettered) or a share of jobs between 0 and 1 (e.g."
+            f" 0.1); got {value!r}"
+        )
+    return float(share)
 
 
 def _large_payloads(value: object) -> dict[str, t.Any] | None:

@@ -23,6 +23,7 @@ from ...engine.model import report_error
 from ...engine.sqs import result_json
 from ...engine.sqs import ResultNotKept
 from .. import model as r
+from ._mode import RecordMode
 from ._writer import RecordWriter
 
 if t.TYPE_CHECKING:
@@ -58,10 +59,12 @@ class RecordingHooks(Hooks):
     it keeps no state of its own: each hook hands one event to the writer.
 
     :param writer: where the writes go (asynchronous by default).
+    :param mode: which jobs are recorded (``SQS_JOBS_RECORD_MODE``).
     """
 
-    def __init__(self, writer: RecordWriter) -> None:
+    def __init__(self, writer: RecordWriter, mode: RecordMode | None = None) -> None:
         self.writer = writer
+        self.mode = mode or RecordMode()
 
     def job_enqueued(self, job: Job, message_id: str) -> None:
         """Record ``queued`` (attempts 0) once the job's message was sent.
@@ -157,7 +160,7 @@ class RecordingHooks(Hooks):
     def _submit(
         self, job: Job, status: str, attempts: int, at: dt.datetime, **fields: t.Any
     ) -> None:
-        if job.job_id is None:
+        if job.job_id is None or not self.mode.keeps(job.job_id, status):
             return
         self.writer.submit(
             r.JobEvent(
@@ -179,11 +182,13 @@ def with_records(
     enabled: bool,
     retention_seconds: int,
     synchronous: bool,
+    mode: str | float = "all",
 ) -> Hooks:
     """``hooks``, plus :class:`RecordingHooks` when job records are on.
 
     :param synchronous: write each record at once, in the caller's thread
         (eager mode), instead of from the writer's thread.
+    :param mode: ``SQS_JOBS_RECORD_MODE`` (checked): which jobs are recorded.
 
     Called once per app by the extension's ``init_app``; it makes the app's
     one writer, whose failures reach ``hooks`` as ``worker_error`` (kind
@@ -200,7 +205,7 @@ def with_records(
         synchronous=synchronous,
         on_error=failed,
     )
-    return MultiHooks([hooks, RecordingHooks(writer)])
+    return MultiHooks([hooks, RecordingHooks(writer, RecordMode.of(mode))])
 
 
 def recorder_of(hooks: Hooks) -> RecordingHooks | None:
