@@ -10,6 +10,7 @@ configuration of ``LOGGING.md`` with the standard ``json`` module, to a file in
 - ``JobWorker`` at each ``--slots`` value;
 - the Flask layer's worker at 16 slots (``jobs.create_worker``: each job in its
   own app context, the app's hooks and signals, as ``flask sqs-worker`` runs it);
+- ``JobWorker`` at 16 and 64 slots on jobs that sleep 50 ms, against the ideal;
 - with ``--delay-ms`` (10 by default, 0 to skip): ``JobWorker`` at 16 and 64
   slots and the Flask worker at 16, through ``bench.proxy`` holding every call
   that long (+- 20 %), as an in-region AWS call costs.
@@ -42,11 +43,13 @@ from bench.servers import sqs_client
 from bench.servers import use_fake_aws
 
 
-def noop(counter: Counter) -> t.Callable[[object], None]:
-    """A no-op handler that counts its job (start and end) in ``counter``."""
+def noop(counter: Counter, sleep: float = 0.0) -> t.Callable[[object], None]:
+    """A no-op handler (or one that sleeps) that counts its job in ``counter``."""
 
     def run(payload: object = None) -> None:
         counter.started()
+        if sleep:
+            time.sleep(sleep)
         counter.finished()
 
     return run
@@ -78,6 +81,7 @@ class Row(t.NamedTuple):
     slots: int
     flask: bool = False
     proxied: bool = False  # through the delaying proxy
+    sleep: float = 0.0  # seconds each job sleeps
 
 
 class Drain(t.NamedTuple):
@@ -105,7 +109,13 @@ def production_logging() -> None:
 
 
 def drain(
-    endpoint: str, *, jobs: int, slots: int, flask: bool, via: str | None = None
+    endpoint: str,
+    *,
+    jobs: int,
+    slots: int,
+    flask: bool,
+    via: str | None = None,
+    sleep: float = 0.0,
 ) -> Drain:
     """Pre-fill a queue with ``jobs`` no-op jobs and drain it once (``via``: the
     worker's endpoint, a proxy in front of ``endpoint``)."""
@@ -129,12 +139,15 @@ def drain(
             SQS_JOBS_REGION_NAME="us-east-1",
         )
         ext = SQSJobs(app, boto_client=client)
-        ext.handler("noop")(noop(counter))
+        ext.handler("noop")(noop(counter, sleep))
         worker = ext.create_worker(app, concurrency=slots, idle_wait_seconds=1)
     else:
         group = QueueGroup.build(boto_client=client, queues={"default": {"url": url}})
         worker = JobWorker(
-            group, {"noop": noop(counter)}, idle_wait_seconds=1, concurrency=slots
+            group,
+            {"noop": noop(counter, sleep)},
+            idle_wait_seconds=1,
+            concurrency=slots,
         )
     thread = threading.Thread(target=worker.run, daemon=True)
     with ThreadPeak() as peak:
@@ -169,6 +182,7 @@ def main() -> None:
     production_logging()
     rows = [Row(f"JobWorker, {s} slots", s) for s in map(int, args.slots.split(","))]
     rows.append(Row("flask worker, 16 slots", 16, flask=True))
+    rows += [Row(f"JobWorker, {s} slots, 50 ms jobs", s, sleep=0.05) for s in (16, 64)]
     if args.delay_ms:
         late = f"{args.delay_ms:.0f} ms per call"
         rows += [
@@ -201,10 +215,13 @@ def main() -> None:
                         slots=row.slots,
                         flask=row.flask,
                         via=via if row.proxied else None,
+                        sleep=row.sleep,
                     )
                 )
-    print(f"{args.jobs} no-op jobs a drain, {server.name}, medians of {args.repeat}")
-    print("| drain | jobs/s | x JobWorker 16 | CPU us/job | threads |")
+    print(f"{args.jobs} jobs a drain, {server.name}, medians of {args.repeat};")
+    print("ratio: x JobWorker at 16 slots (through the proxy: the same through it);")
+    print("50 ms jobs: x the ideal (slots / 50 ms)")
+    print("| drain | jobs/s | ratio | CPU us/job | threads |")
     print("| --- | ---: | ---: | ---: | ---: |")
     bases = {False: "JobWorker, 16 slots"}
     if args.delay_ms:
@@ -213,6 +230,8 @@ def main() -> None:
         drains = results[row.label]
         base = statistics.median(d.rate for d in results[bases[row.proxied]])
         rate = statistics.median(d.rate for d in drains)
+        if row.sleep:  # against the ideal: every slot busy all the time
+            base = row.slots / row.sleep
         cpu = statistics.median(d.cpu_us for d in drains)
         threads = max(d.threads for d in drains)
         print(
