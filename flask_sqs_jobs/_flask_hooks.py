@@ -66,7 +66,12 @@ class FlaskHooks(Hooks):
     def job_context(self, job: Job) -> t.ContextManager[object]:
         return self.app.app_context()
 
+    # Each job hook returns before building its arguments when its signal has
+    # no receivers: most apps connect none, and these run several times a job.
+
     def job_enqueued(self, job: Job, message_id: str) -> None:
+        if not signals.job_enqueued.receivers:
+            return
         self._send(
             signals.job_enqueued,
             job=job,
@@ -75,6 +80,8 @@ class FlaskHooks(Hooks):
         )
 
     def job_received(self, job: Job) -> None:
+        if not signals.job_received.receivers:
+            return
         self._send(
             signals.job_received,
             job=job,
@@ -84,6 +91,8 @@ class FlaskHooks(Hooks):
         )
 
     def job_started(self, job: Job) -> None:
+        if not signals.job_started.receivers:
+            return
         self._send(
             signals.job_started,
             job=job,
@@ -102,6 +111,8 @@ class FlaskHooks(Hooks):
         result: object = None,
         will_retry: bool = False,
     ) -> None:
+        if not signals.job_finished.receivers:
+            return
         self._send(
             signals.job_finished,
             job=job,

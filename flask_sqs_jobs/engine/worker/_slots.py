@@ -32,10 +32,19 @@ from ._worker_state import WorkerState
 
 log = structlog.get_logger(__name__)
 
-#: Threads per slot. A thread whose job is settling (a delete's round trip) no
-#: longer holds its slot; at a high rate many jobs settle at once, and each
-#: waits for its delete, so the slots need more threads than one each.
-SETTLING_THREADS_PER_SLOT = 6
+#: Threads beyond one per slot. A thread whose job is settling (a delete's
+#: round trip) no longer holds its slot, and another thread fills the slot
+#: meanwhile. The settles of many jobs share one batch call (group commit), so
+#: a few threads keep the slots busy at any concurrency; a thread each more
+#: only adds contention for the interpreter lock.
+SETTLING_THREADS = 16
+#: At most this many threads per slot (a worker of 2 slots gets 2 x 6, not 2 + 16).
+MAX_THREADS_PER_SLOT = 6
+
+
+def slot_thread_count(concurrency: int) -> int:
+    """The slot threads of a worker of ``concurrency`` slots."""
+    return min(concurrency * MAX_THREADS_PER_SLOT, concurrency + SETTLING_THREADS)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -164,11 +173,12 @@ def _process_in_slot(processing: JobProcessing, delivery: Delivery) -> None:
 class SlotThreads:
     """Threads that take held messages while a slot is free (``concurrency > 1``).
 
-    There are :data:`SETTLING_THREADS_PER_SLOT` threads per slot: a thread
-    settling its job's message no longer holds a slot, and another thread
-    fills it meanwhile. Started by the worker before its polling loop, joined
-    by the shutdown; each thread waits in :meth:`WorkerState.next_job` and
-    returns once a stop was requested.
+    There are :func:`slot_thread_count` threads: one per slot plus
+    :data:`SETTLING_THREADS`, as a thread settling its job's message no
+    longer holds a slot, and another thread fills it meanwhile. Started by
+    the worker before its polling loop, joined by the shutdown; each thread
+    waits in :meth:`WorkerState.next_job` and returns once a stop was
+    requested.
     """
 
     def __init__(self, state: WorkerState, processing: JobProcessing) -> None:
@@ -179,7 +189,7 @@ class SlotThreads:
     def start(self) -> None:
         """Start the threads, each in a copy of the caller's context."""
         context = contextvars.copy_context()
-        for index in range(SETTLING_THREADS_PER_SLOT * self._state.concurrency):
+        for index in range(slot_thread_count(self._state.concurrency)):
             thread = threading.Thread(
                 target=context.copy().run,
                 args=(self._serve,),
