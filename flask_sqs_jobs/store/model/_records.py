@@ -103,6 +103,8 @@ class JobRecord:
     progress: float | None
     progress_message: str | None = None
     updated_at: dt.datetime | None = None
+    #: The job's tags (``tags=`` at enqueue).
+    tags: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, t.Any]:
         """The record as JSON-ready values (times in ISO 8601)."""
@@ -155,6 +157,8 @@ class JobEvent:
     error: str | None = None
     progress: float | None = None
     progress_message: str | None = None
+    #: The job's tags, written with the record (its first write that has them).
+    tags: tuple[str, ...] = ()
     #: Set on events folded into one (:func:`merge_events`) whose first
     #: applies over a deferred or dead-lettered record.
     restarted: bool = False
@@ -180,6 +184,20 @@ class RefusedWrite:
     recorded_job_type: str
     #: The refused write's job type.
     job_type: str
+
+
+@dataclasses.dataclass(frozen=True)
+class JobSearch:
+    """A checked search of job records (made by ``job_search``): every filter
+    given must match; times compare with the record's ``updated_at``."""
+
+    tag: str | None = None
+    job_type: str | None = None
+    statuses: frozenset[str] | None = None
+    #: Updated at or after ``since`` and before ``until`` (aware, UTC).
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    limit: int = 50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +231,9 @@ class JobRecords(t.Protocol):
         :param status: only records with this status, or with any of these
             (``("failed", "dead_lettered")``).
         """
+
+    def find(self, search: JobSearch) -> list[JobRecord]:
+        """The records that match ``search``, newest updated first, from an index."""
 
     def finished_per_minute(self, since: dt.datetime) -> list[MinuteCount]:
         """Count the records finished at or after ``since`` per minute, queue and
@@ -293,7 +314,10 @@ def _fold(old: JobEvent, new: JobEvent) -> JobEvent:
         return new if STATUS_RANK[old.status] < STATUS_RANK[RUNNING] else old
     if not applies(new, old):
         return old
-    changes: dict[str, t.Any] = {"enqueued_at": new.enqueued_at or old.enqueued_at}
+    changes: dict[str, t.Any] = {
+        "enqueued_at": new.enqueued_at or old.enqueued_at,
+        "tags": new.tags or old.tags,
+    }
     if new.attempts == old.attempts and old.may_restart:
         changes["restarted"] = True
     if new.status != RUNNING and new.attempts == old.attempts:
@@ -302,21 +326,6 @@ def _fold(old: JobEvent, new: JobEvent) -> JobEvent:
             changes["progress"] = old.progress
             changes["progress_message"] = old.progress_message
     return dataclasses.replace(new, **changes)
-
-
-def check_status(status: StatusFilter) -> frozenset[str] | None:
-    """The statuses ``status`` names (None: any); refuse one no record can have."""
-    if status is None:
-        return None
-    wanted = frozenset((status,) if isinstance(status, str) else status)
-    for each in sorted(wanted):
-        if each not in STATUSES:
-            raise ValueError(
-                f"unknown job status {each!r}; use one of {', '.join(STATUSES)}"
-            )
-    if not wanted:
-        raise ValueError(f"no job status given; use one of {', '.join(STATUSES)}")
-    return wanted
 
 
 def minute_of(at: dt.datetime) -> dt.datetime:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._presence import presence_of
 from ._presence import STALE_AFTER_SECONDS
 from ._reading import cancel
+from ._reading import find_jobs
 from ._reading import get_job
 from ._recording import recorder_of
 from ._recording import with_records
@@ -12,6 +13,7 @@ from ._recording import with_records
 __all__ = [
     "STALE_AFTER_SECONDS",
     "cancel",
+    "find_jobs",
     "get_job",
     "presence_of",
     "recorder_of",

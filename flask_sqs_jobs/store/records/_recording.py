@@ -167,6 +167,7 @@ class RecordingHooks(Hooks):
                 status=status,
                 attempts=attempts,
                 at=at,
+                tags=job.tags,
                 **fields,
             )
         )

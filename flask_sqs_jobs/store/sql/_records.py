@@ -1,4 +1,4 @@
-"""Job records and live workers in ``sqs_jobs_jobs`` and ``sqs_jobs_workers``.
+"""Job records in ``sqs_jobs_jobs`` (their tags in ``sqs_jobs_job_tags``).
 
 Each transition is one ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` (on
 SQLite and PostgreSQL alike); a batch of them shares one transaction. The
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import datetime as dt
-import json
 import typing as t
 
 import sqlalchemy as sa
@@ -21,8 +20,12 @@ from sqlalchemy.dialects import sqlite
 
 from ...engine.sqs import read_result
 from .. import model as r
+from ._record_search import find_query
+from ._record_search import prune_tags
+from ._record_search import tag_upsert
+from ._record_search import with_tags
+from ._record_search import write_tags
 from ._tables import jobs
-from ._tables import workers
 
 #: The dialects whose upsert the records use.
 SUPPORTED_DIALECTS = ("postgresql", "sqlite")
@@ -61,6 +64,7 @@ class SQLJobRecords:
             for shape in _SHAPES
             for restart in (False, True)
         }
+        self._tags = tag_upsert(insert)
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
         """Apply ``events`` in one transaction; return the writes refused for type.
@@ -84,18 +88,22 @@ class SQLJobRecords:
                         connection.execute(self._statements[key], rows).rowcount
                     )
                     written += batch
+                write_tags(connection, self._tags, round_)
             # A count of -1: the driver does not count an executemany (psycopg).
             if min(counts, default=0) >= 0 and sum(counts) == len(written):
                 return []
             return _refused(connection, written)
 
     def get(self, job_id: str) -> r.JobRecord | None:
-        """One ``SELECT`` by primary key; None when no record was written."""
+        """One ``SELECT`` by primary key (and one of its tags); None when no
+        record was written."""
         with self._engine.connect() as connection:
             row = connection.execute(
                 sa.select(jobs).where(jobs.c.job_id == job_id)
             ).first()
-        return None if row is None else _job_record(row._mapping)
+            if row is None:
+                return None
+            return with_tags(connection, [_job_record(row._mapping)])[0]
 
     def recent(
         self,
@@ -116,7 +124,14 @@ class SQLJobRecords:
             query = query.where(jobs.c.queue == queue)
         with self._engine.connect() as connection:
             rows = connection.execute(query).all()
-        return [_job_record(row._mapping) for row in rows]
+            return with_tags(connection, [_job_record(row._mapping) for row in rows])
+
+    def find(self, search: r.JobSearch) -> list[r.JobRecord]:
+        """One ``SELECT`` on one index, newest first (:mod:`._record_search`),
+        and one of the found records' tags."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(find_query(search)).all()
+            return with_tags(connection, [_job_record(row._mapping) for row in rows])
 
     def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
         """One ``GROUP BY`` over the rows updated since ``since`` (an indexed range:
@@ -139,67 +154,11 @@ class SQLJobRecords:
     def prune(self, older_than: dt.datetime) -> int:
         """One indexed ``DELETE`` of records last written before ``older_than``."""
         with self._engine.begin() as connection:
+            prune_tags(connection, older_than)
             result = connection.execute(
                 sa.delete(jobs).where(jobs.c.updated_at < older_than)
             )
         return int(result.rowcount or 0)
-
-
-class SQLWorkerRegistry:
-    """The live workers (a ``WorkerRegistry``) in ``sqs_jobs_workers``.
-
-    Each row is written only by its own worker's presence thread (one
-    statement per call, its own transaction); the dashboard and
-    ``flask sqs-jobs workers`` list them.
-    """
-
-    def __init__(self, engine: sa.Engine) -> None:
-        self._engine = engine
-        self._insert = dialect_insert(engine)
-
-    def register(self, worker: r.WorkerRecord) -> None:
-        """Upsert the worker's row (a re-register after it vanished overwrites)."""
-        values = {
-            "worker_id": worker.worker_id,
-            "host": worker.host,
-            "pid": worker.pid,
-            "queues": json.dumps(list(worker.queues)),
-            "concurrency": worker.concurrency,
-            "busy_slots": worker.busy_slots,
-            "started_at": worker.started_at,
-            "last_seen_at": worker.last_seen_at,
-            "version": worker.version,
-        }
-        stmt = self._insert(workers).values(**values)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[workers.c.worker_id],
-            set_={name: stmt.excluded[name] for name in values if name != "worker_id"},
-        )
-        with self._engine.begin() as connection:
-            connection.execute(stmt)
-
-    def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
-        """Update the row; False when it is gone (the caller registers again)."""
-        with self._engine.begin() as connection:
-            result = connection.execute(
-                sa.update(workers)
-                .where(workers.c.worker_id == worker_id)
-                .values(busy_slots=busy_slots, last_seen_at=at)
-            )
-        return bool(result.rowcount)
-
-    def remove(self, worker_id: str) -> None:
-        with self._engine.begin() as connection:
-            connection.execute(
-                sa.delete(workers).where(workers.c.worker_id == worker_id)
-            )
-
-    def list(self) -> list[r.WorkerRecord]:
-        with self._engine.connect() as connection:
-            rows = connection.execute(
-                sa.select(workers).order_by(workers.c.started_at, workers.c.worker_id)
-            ).all()
-        return [_worker_record(row._mapping) for row in rows]
 
 
 def _epoch_minute(engine: sa.Engine, column: t.Any) -> t.Any:
@@ -249,20 +208,6 @@ def _job_record(row: sa.RowMapping) -> r.JobRecord:
         progress=row["progress"],
         progress_message=row["progress_message"],
         updated_at=row["updated_at"],
-    )
-
-
-def _worker_record(row: sa.RowMapping) -> r.WorkerRecord:
-    return r.WorkerRecord(
-        worker_id=row["worker_id"],
-        host=row["host"],
-        pid=row["pid"],
-        queues=tuple(json.loads(row["queues"])),
-        concurrency=row["concurrency"],
-        busy_slots=row["busy_slots"],
-        started_at=row["started_at"],
-        last_seen_at=row["last_seen_at"],
-        version=row["version"],
     )
 
 

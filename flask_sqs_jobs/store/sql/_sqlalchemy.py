@@ -174,7 +174,7 @@ class SQLAlchemyStore(JobStore):
 
         :raises RuntimeError: the database is neither SQLite nor PostgreSQL.
         """
-        from ._records import SQLWorkerRegistry
+        from ._workers import SQLWorkerRegistry
 
         return SQLWorkerRegistry(self.engine)
 
