@@ -128,6 +128,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
             enabled=config.record_jobs,
             retention_seconds=config.record_retention_seconds,
             synchronous=config.eager,
+            failed_payloads=config.record_failed_payloads,
         )
         self._parts[app] = AppParts(
             config=config,

@@ -16,10 +16,11 @@ import typing as t
 
 from ..config import AppParts
 from ..store.model import job_search
+from ..store.model import JobRecord
 from ..store.model import STATUSES
 from ._store_reads import as_fields
 from ._store_reads import FAILED_STATUSES
-from ._store_reads import one_job
+from ._store_reads import one_record
 from ._store_reads import RECORD_FIELDS
 from ._store_reads import records_of
 
@@ -63,28 +64,47 @@ def find_jobs(parts: AppParts, filters: JobFilters) -> list[dict[str, t.Any]]:
     :raises BadFilter: a filter is wrong.
     :raises Unavailable: the store keeps no records.
     """
+    return [as_fields(record, RECORD_FIELDS) for record in find_records(parts, filters)]
+
+
+def find_records(
+    parts: AppParts, filters: JobFilters, *, failed_only: bool = False
+) -> list[JobRecord]:
+    """The records the filters find, newest first; ``failed_only``: of the
+    failed and dead-lettered ones only (what a retry may run again).
+
+    :raises BadFilter: a filter is wrong, or names another status with
+        ``failed_only``.
+    :raises Unavailable: the store keeps no records.
+    """
     given = filters.given
-    if given["job_id"]:
-        record = one_job(parts, given["job_id"])
-        return [] if record is None or not _matches(record, given) else [record]
     status = given["status"] or None
     if status is not None and status not in STATUS_CHOICES:
         raise BadFilter(f"status must be one of {', '.join(STATUS_CHOICES)}")
-    statuses = FAILED_STATUSES if status == "failed" else status
+    if failed_only and status not in (None, "failed", *FAILED_STATUSES):
+        raise BadFilter("only failed or dead-lettered jobs can be run again")
+    wanted = FAILED_STATUSES if status == "failed" or status is None else {status}
+    if given["job_id"]:
+        record = one_record(parts, given["job_id"])
+        if record is None or not _matches(record, given):
+            return []
+        return (
+            [record]
+            if (status is None and not failed_only) or (record.status in wanted)
+            else []
+        )
     try:
         search = job_search(
             tag=given["tag"] or None,
             job_type=given["job_type"] or None,
-            status=statuses,
+            status=None if status is None and not failed_only else wanted,
             since=_moment("since", given["since"]),
             until=_moment("until", given["until"]),
             limit=filters.limit,
         )
     except (TypeError, ValueError) as exc:
         raise BadFilter(str(exc)) from None
-    return [
-        as_fields(record, RECORD_FIELDS) for record in records_of(parts).find(search)
-    ]
+    return records_of(parts).find(search)
 
 
 def _moment(name: str, text: str) -> dt.datetime | None:
@@ -99,13 +119,8 @@ def _moment(name: str, text: str) -> dt.datetime | None:
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
 
 
-def _matches(record: dict[str, t.Any], given: dict[str, str]) -> bool:
-    """Whether a record found by its id also passes the other filters given."""
-    if given["tag"] and given["tag"] not in record["tags"]:
+def _matches(record: JobRecord, given: dict[str, str]) -> bool:
+    """Whether a record found by its id also passes the tag and job type given."""
+    if given["tag"] and given["tag"] not in record.tags:
         return False
-    if given["job_type"] and given["job_type"] != record["job_type"]:
-        return False
-    status = given["status"]
-    if status == "failed":
-        return record["status"] in FAILED_STATUSES
-    return not status or status == record["status"]
+    return not given["job_type"] or given["job_type"] == record.job_type

@@ -83,9 +83,14 @@ def recent_jobs(
 
 def one_job(parts: AppParts, job_id: str) -> dict[str, t.Any] | None:
     """One job's record, or None when the store has none for ``job_id``."""
-    records_of(parts)
-    record = get_job(_store(parts), parts.hooks, job_id)
+    record = one_record(parts, job_id)
     return None if record is None else as_fields(record, RECORD_FIELDS)
+
+
+def one_record(parts: AppParts, job_id: str) -> JobRecord | None:
+    """One job's record as the store returns it, or None."""
+    records_of(parts)
+    return get_job(_store(parts), parts.hooks, job_id)
 
 
 def cancel_job(parts: AppParts, job_id: str) -> bool:

@@ -161,4 +161,4 @@ def _last_fired_reader(dashboard: Dashboard) -> t.Callable[[t.Any], t.Any]:
 def _hide_result(record: dict[str, t.Any], dashboard: Dashboard) -> dict[str, t.Any]:
     if dashboard.show_payloads():
         return record
-    return {**record, "result": None}
+    return {**record, "result": None, "payload": None}

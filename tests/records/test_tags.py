@@ -11,7 +11,6 @@ from flask_sqs_jobs import current_job
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.testing import work_off
 
-from tests.conftest import MakeApp
 from tests.engine.helpers import poll_until
 from tests.support import message_count
 from tests.support import visible_messages
@@ -21,26 +20,12 @@ if t.TYPE_CHECKING:
 
 
 @pytest.fixture
-def app_config(app_config: dict[str, t.Any], store_url: str) -> dict[str, t.Any]:
-    return {**app_config, "SQS_JOBS_STORE_URL": store_url}
-
-
-@pytest.fixture
 def queue_url(queue_urls: dict[str, str]) -> str:
     return queue_urls["default"]
 
 
-@pytest.fixture
-def app(make_app: MakeApp, jobs: SQSJobs) -> t.Iterator[Flask]:
-    app = make_app()
-    jobs.store(app).create_tables()
-    with app.app_context():
-        yield app
-    jobs.store(app).close()
-
-
 def test_tags_travel_in_the_body_and_the_worker_records_them(
-    app: Flask, jobs: SQSJobs, sqs: SQSClient, queue_url: str
+    store_app: Flask, jobs: SQSJobs, sqs: SQSClient, queue_url: str
 ) -> None:
     seen: list[tuple[str, ...]] = []
 
@@ -51,7 +36,7 @@ def test_tags_travel_in_the_body_and_the_worker_records_them(
     enqueued = charge.options(tags=["customer:42", "vip", "vip"]).enqueue(amount=3)
     [message] = visible_messages(sqs, queue_url)
     assert json.loads(message["Body"])["tags"] == ["customer:42", "vip"]
-    work_off(app)
+    work_off(store_app)
 
     assert seen == [("customer:42", "vip")]
     record = jobs.get_job(enqueued.job_id)
@@ -62,7 +47,7 @@ def test_tags_travel_in_the_body_and_the_worker_records_them(
 
 
 def test_a_job_without_tags_sends_no_tags_field(
-    app: Flask, jobs: SQSJobs, sqs: SQSClient, queue_url: str
+    store_app: Flask, jobs: SQSJobs, sqs: SQSClient, queue_url: str
 ) -> None:
     jobs.enqueue("default", "plain", {"n": 1})
     [message] = visible_messages(sqs, queue_url)
@@ -82,7 +67,7 @@ def test_a_job_without_tags_sends_no_tags_field(
     ],
 )
 def test_wrong_tags_are_refused_and_nothing_is_sent(
-    app: Flask,
+    store_app: Flask,
     jobs: SQSJobs,
     sqs: SQSClient,
     queue_url: str,
@@ -98,7 +83,7 @@ def test_wrong_tags_are_refused_and_nothing_is_sent(
 
 
 def test_tags_written_into_the_outbox_reach_the_record(
-    app: Flask, jobs: SQSJobs
+    store_app: Flask, jobs: SQSJobs
 ) -> None:
     store = jobs.store()
     session = store.session()  # type: ignore[attr-defined]

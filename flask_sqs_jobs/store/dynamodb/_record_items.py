@@ -55,5 +55,6 @@ def job_record(item: cabc.Mapping[str, t.Any]) -> r.JobRecord:
         progress=None if progress is None else float(progress["N"]),
         progress_message=text_of(item, "progress_message"),
         tags=tuple(each["S"] for each in item.get("tags", {}).get("L", [])),
+        payload=read_result(text_of(item, "payload")),
         **times,
     )

@@ -138,7 +138,7 @@ class DynamoDBJobRecords:
         elif status == r.RUNNING:
             if event.started_at is not None:
                 sets["started_at"] = s_value(event.started_at.isoformat())
-            removes += ["finished_at", "result", "error"]
+            removes += ["finished_at", "result", "error", "payload"]
             if event.progress is None:
                 removes += ["progress", "progress_message"]
             else:
@@ -148,7 +148,7 @@ class DynamoDBJobRecords:
                 self._set_progress(event, sets)
             if event.started_at is not None:
                 if_missing["started_at"] = s_value(event.started_at.isoformat())
-            for column in ("finished_at", "result", "error"):
+            for column in ("finished_at", "result", "error", "payload"):
                 given = getattr(event, column)
                 if given is None:
                     # A duplicate delivery keeps the result of the run it duplicates.

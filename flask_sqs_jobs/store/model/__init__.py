@@ -32,11 +32,11 @@ from ._records import STATUS_RANK
 from ._records import STATUSES
 from ._records import StatusFilter
 from ._records import SUCCEEDED
-from ._records import WorkerRecord
-from ._records import WorkerRegistry
 from ._search import check_status
 from ._search import job_search
 from ._search import MAX_SEARCH_LIMIT
+from ._workers import WorkerRecord
+from ._workers import WorkerRegistry
 
 __all__ = [
     "CANCELLED",

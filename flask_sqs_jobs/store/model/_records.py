@@ -1,4 +1,4 @@
-"""Job records and live workers: what the stores keep, and how they are written.
+"""Job records: what the stores keep, and how they are written.
 
 A job's record is written once per transition (queued, running, then how the
 attempt ended) by an upsert that never moves the record backwards: writes
@@ -9,8 +9,8 @@ status, and a store applies it only when it is not older than what it holds.
 A record belongs to one job type, fixed by its first write: a write for the
 same job id with another type is refused (and reported as a
 :class:`RefusedWrite`). A finished record is final: no later write changes it,
-except a new delivery of a dead-lettered job (a redrive), which starts it
-again. Both are conditions of the store's write, never read-then-write.
+except a new delivery of a dead-lettered or failed job (a redrive, a retry),
+which starts it again. Both are conditions of the store's write, never read-then-write.
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ STATUS_RANK = {
     CANCELLED: 3,
 }
 #: A job in one of these statuses is sent again with a fresh receive count
-#: (deferral re-sends it, a redrive moves it back): a new delivery's
-#: ``running`` or ``deferred`` applies whatever its attempt.
-RESTARTING = frozenset({DEFERRED, LIMITED, DEAD_LETTERED})
+#: (deferral re-sends it, a redrive moves it back, a retry sends it again): a
+#: new delivery's ``running`` or ``deferred`` applies whatever its attempt.
+RESTARTING = frozenset({DEFERRED, LIMITED, DEAD_LETTERED, FAILED})
 RESTARTS = frozenset({RUNNING, DEFERRED, LIMITED})
 #: Statuses after which the job is done (``finished_at`` is set): no later
 #: write changes such a record, but a restart of a dead-lettered one.
@@ -105,36 +105,13 @@ class JobRecord:
     updated_at: dt.datetime | None = None
     #: The job's tags (``tags=`` at enqueue).
     tags: tuple[str, ...] = ()
+    #: A failed or dead-lettered job's payload (``SQS_JOBS_RECORD_FAILED_PAYLOADS``),
+    #: to run it again; None otherwise.
+    payload: t.Any = None
 
     def as_dict(self) -> dict[str, t.Any]:
         """The record as JSON-ready values (times in ISO 8601)."""
-        return _json_dict(self)
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerRecord:
-    """One worker process, as it registered itself."""
-
-    #: ``host:pid:random``.
-    worker_id: str
-    host: str
-    pid: int
-    #: The logical queue names it polls.
-    queues: tuple[str, ...]
-    concurrency: int
-    busy_slots: int
-    started_at: dt.datetime
-    last_seen_at: dt.datetime
-    #: The flask-sqs-jobs version it runs.
-    version: str
-
-    def is_lost(self, now: dt.datetime, stale_after: float) -> bool:
-        """Whether it has not refreshed its row for ``stale_after`` seconds."""
-        return (now - self.last_seen_at).total_seconds() > stale_after
-
-    def as_dict(self) -> dict[str, t.Any]:
-        """The record as JSON-ready values (times in ISO 8601)."""
-        return _json_dict(self)
+        return json_dict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +136,8 @@ class JobEvent:
     progress_message: str | None = None
     #: The job's tags, written with the record (its first write that has them).
     tags: tuple[str, ...] = ()
+    #: A failed job's payload as JSON text (kept with the record), or None.
+    payload: str | None = None
     #: Set on events folded into one (:func:`merge_events`) whose first
     #: applies over a deferred or dead-lettered record.
     restarted: bool = False
@@ -243,22 +222,6 @@ class JobRecords(t.Protocol):
         """Delete records not updated since ``older_than``; return how many."""
 
 
-class WorkerRegistry(t.Protocol):
-    """The live workers of a store (``store.worker_registry()``)."""
-
-    def register(self, worker: WorkerRecord) -> None:
-        """Add or replace ``worker``'s row."""
-
-    def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
-        """Update ``last_seen_at`` and ``busy_slots``; False when the row is gone."""
-
-    def remove(self, worker_id: str) -> None:
-        """Delete ``worker_id``'s row (a graceful stop)."""
-
-    def list(self) -> list[WorkerRecord]:
-        """Every registered worker, lost ones included, oldest first."""
-
-
 def merge_events(events: cabc.Iterable[JobEvent]) -> list[JobEvent]:
     """Fold a batch of in-order events into one per job, as the store would apply them.
 
@@ -333,7 +296,7 @@ def minute_of(at: dt.datetime) -> dt.datetime:
     return at.astimezone(dt.UTC).replace(second=0, microsecond=0)
 
 
-def _json_dict(record: JobRecord | WorkerRecord) -> dict[str, t.Any]:
+def json_dict(record: t.Any) -> dict[str, t.Any]:
     return {
         field.name: _json_value(getattr(record, field.name))
         for field in dataclasses.fields(record)

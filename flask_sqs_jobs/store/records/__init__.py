@@ -9,6 +9,10 @@ from ._reading import find_jobs
 from ._reading import get_job
 from ._recording import recorder_of
 from ._recording import with_records
+from ._retrying import retry_records
+from ._retrying import RETRYABLE
+from ._retrying import RetryReport
+from ._retrying import why_not_retryable
 
 __all__ = [
     "STALE_AFTER_SECONDS",
@@ -17,5 +21,9 @@ __all__ = [
     "get_job",
     "presence_of",
     "recorder_of",
+    "RETRYABLE",
+    "RetryReport",
+    "retry_records",
+    "why_not_retryable",
     "with_records",
 ]

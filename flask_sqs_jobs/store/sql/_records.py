@@ -208,6 +208,7 @@ def _job_record(row: sa.RowMapping) -> r.JobRecord:
         progress=row["progress"],
         progress_message=row["progress_message"],
         updated_at=row["updated_at"],
+        payload=read_result(row["payload"]),
     )
 
 
@@ -247,6 +248,7 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
             finished_at=None,
             result=None,
             error=None,
+            payload=None,
             progress=new.progress,
             progress_message=new.progress_message,
         )
@@ -263,6 +265,7 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
                 else_=new.result,
             ),
             error=new.error,
+            payload=new.payload,
             progress=sa.func.coalesce(new.progress, jobs.c.progress),
             progress_message=sa.case(
                 (new.progress.is_(None), jobs.c.progress_message),

@@ -150,6 +150,8 @@ jobs = sa.Table(
     sa.Column("progress", sa.Float(), nullable=True),
     sa.Column("progress_message", sa.Text(), nullable=True),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
+    #: A failed or dead-lettered job's payload, as JSON text (at most 64 KiB).
+    sa.Column("payload", sa.Text(), nullable=True),
     sa.Index("sqs_jobs_jobs_updated_at", "updated_at"),
     sa.Index("sqs_jobs_jobs_status_updated_at", "status", "updated_at"),
     sa.Index("sqs_jobs_jobs_queue_updated_at", "queue", "updated_at"),
