@@ -73,7 +73,8 @@ bench: $(STAMP)
 ## make dashboard-screenshots: the browser tier, writing docs/_static/dashboard/*.png
 dashboard-screenshots: $(STAMP)
 	SQS_JOBS_SCREENSHOTS=docs/_static/dashboard $(BIN)/python -m pytest \
-		tests/integration/test_dashboard_browser.py -p no:randomly -q
+		tests/integration/test_dashboard_browser.py \
+		tests/integration/test_dashboard_browser_jobs.py -p no:randomly -q
 
 ## make docs: the HTML documentation in docs/_build/html; any warning fails the build
 docs: $(VENV)/.docs-installed

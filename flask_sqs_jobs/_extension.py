@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc as cabc
+import datetime
 import typing as t
 import weakref
 
@@ -30,6 +31,7 @@ from .engine.model import JobHandler
 from .engine.model import JobMiddleware
 from .engine.worker import JobWorker
 from .store.model import JobStore
+from .store.model import StatusFilter
 from .store.records import with_records
 
 if t.TYPE_CHECKING:
@@ -127,6 +129,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
             retention_seconds=config.record_retention_seconds,
             synchronous=config.eager,
             mode=config.record_mode,
+            failed_payloads=config.record_failed_payloads,
         )
         self._parts[app] = AppParts(
             config=config,
@@ -208,6 +211,35 @@ class SQSJobs(Registering, Producing, TaskRegistry):
 
         parts = self.parts(app)
         return get_job(parts.require_store(), parts.hooks, job_id)
+
+    def find_jobs(
+        self,
+        tag: str | None = None,
+        job_type: str | None = None,
+        status: StatusFilter = None,
+        since: datetime.datetime | None = None,
+        until: datetime.datetime | None = None,
+        limit: int = 50,
+        *,
+        app: Flask | None = None,
+    ) -> list[JobRecord]:
+        """The job records that match every filter given, newest first.
+
+        ``status`` is one status or several; ``since`` and ``until`` (aware
+        datetimes) bound the record's last update. Each store answers from an
+        index, never a table scan; ``docs/dashboard.md`` says what each can
+        search.
+
+        :raises TypeError, ValueError: a filter is wrong.
+        :raises RuntimeError: no store is configured; the message names
+            ``SQS_JOBS_STORE_URL``.
+        """
+        from .store.model import job_search
+        from .store.records import find_jobs
+
+        search = job_search(tag, job_type, status, since, until, limit)
+        parts = self.parts(app)
+        return find_jobs(parts.require_store(), parts.hooks, search)
 
     def cancel(self, job_id: str, *, app: Flask | None = None) -> bool:
         """Cancel the job ``job_id``; True when it was known and not finished.

@@ -60,6 +60,7 @@ class Producing:
         on_duplicate: str | None = None,
         debounce: float | None = None,
         tenant: str | None = None,
+        tags: cabc.Sequence[str] | None = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -78,6 +79,9 @@ class Producing:
         :param debounce: with ``unique_key``: send the job that many seconds
             after the last enqueue with the key, with the last payload
             (through the outbox; needs a SQL store).
+        :param tags: at most 10 strings of at most 64 characters, kept in
+            the job's record and searchable (``jobs.find_jobs(tag=...)``, the
+            dashboard's jobs page).
         :raises DuplicateJobError: ``on_duplicate="raise"`` and the key is held.
         """
         state = self.parts()
@@ -101,6 +105,7 @@ class Producing:
             "unique_until": unique_until,
             "on_duplicate": on_duplicate,
             "tenant": tenant,
+            "tags": tags,
         }
         if debounce is not None:
             from ._outbox_enqueue import enqueue_debounced

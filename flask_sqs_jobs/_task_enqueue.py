@@ -89,6 +89,7 @@ class EnqueueOptions:
     on_duplicate: str | None = None
     debounce: float | None = None
     tenant: str | None = None
+    tags: tuple[str, ...] | None = None
 
     def sent(self) -> dict[str, t.Any]:
         """The options for ``jobs.enqueue``, the queue and the session aside."""
@@ -208,6 +209,7 @@ class Sender(t.Generic[P, R]):
         on_duplicate: str | None = None,
         debounce: float | None = None,
         tenant: str | None = None,
+        tags: cabc.Sequence[str] | None = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
 
@@ -237,6 +239,7 @@ class Sender(t.Generic[P, R]):
             "on_duplicate": on_duplicate,
             "debounce": debounce,
             "tenant": tenant,
+            "tags": None if tags is None else tuple(tags),
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))

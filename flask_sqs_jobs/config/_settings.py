@@ -74,6 +74,9 @@ class Config:
     lost_worker_retention_seconds: int = 86400
     #: ``SQS_JOBS_DASHBOARD_SHOW_PAYLOADS``: the dashboard shows payloads and results.
     dashboard_show_payloads: bool = True
+    #: ``SQS_JOBS_RECORD_FAILED_PAYLOADS``: the records of failed and
+    #: dead-lettered jobs keep the payload (at most 64 KiB), to run them again.
+    record_failed_payloads: bool = True
     #: ``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``: failed sends after which an outbox row
     #: is parked (kept with its error, no longer sent).
     outbox_max_attempts: int = 20
@@ -138,6 +141,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
             config, "LOST_WORKER_RETENTION_SECONDS", 86400
         ),
         dashboard_show_payloads=_bool(config, "DASHBOARD_SHOW_PAYLOADS", default=True),
+        record_failed_payloads=_bool(config, "RECORD_FAILED_PAYLOADS", default=True),
         outbox_max_attempts=_positive_int(
             config, "OUTBOX_MAX_ATTEMPTS", 20, unit="failed sends"
         ),

@@ -54,6 +54,7 @@ def make_dashboard(
             f"authorize must be a function taking no arguments; got {authorize!r}"
         )
     from . import _views_queues
+    from . import _views_retry
     from . import _views_store
 
     blueprint = Blueprint(
@@ -78,6 +79,7 @@ def make_dashboard(
 
     _views_queues.register(blueprint, dashboard)
     _views_store.register(blueprint, dashboard)
+    _views_retry.register(blueprint, dashboard)
     return blueprint
 
 

@@ -25,7 +25,9 @@ from ..engine.ops import resend_params
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+    from ..engine.ops import RedriveResult
     from ..engine.sqs import SqsQueue
+    from ._letter_filter import LetterFilter
 
 #: Receives of one action before it gives up looking for chosen messages.
 _MAX_RECEIVES = 100
@@ -98,13 +100,7 @@ def redrive_all(
 
     Each is sent, then deleted; one that records another source queue stays.
     """
-    result = redrive(dead_letters, target, queue_name=queue_name)
-    return ActionResult(
-        done=result.moved,
-        not_found=0,
-        left=result.left,
-        other_queues=result.other_sources,
-    )
+    return _moved(redrive(dead_letters, target, queue_name=queue_name))
 
 
 def delete_all(dead_letters: SqsQueue) -> ActionResult:
@@ -119,6 +115,58 @@ def delete_all(dead_letters: SqsQueue) -> ActionResult:
             _delete(dead_letters, message)
             deleted += 1
     return ActionResult(done=deleted, not_found=0, left=counts(dead_letters).total)
+
+
+def count_matching(dead_letters: SqsQueue, chosen: LetterFilter) -> tuple[int, int]:
+    """How many dead letters match ``chosen``, and how many were read: every
+    letter is received once and made visible again at once."""
+    matching = read = 0
+    for received, fresh in _receive_all(dead_letters):
+        try:
+            matching += sum(1 for message in fresh if chosen.matches(message))
+            read += len(fresh)
+        finally:
+            make_visible(dead_letters, received)
+    return matching, read
+
+
+def redrive_matching(
+    dead_letters: SqsQueue, target: SqsQueue, queue_name: str, chosen: LetterFilter
+) -> ActionResult:
+    """Move every dead letter that matches ``chosen`` back to ``target``, as
+    :func:`redrive_all` moves them; the others are put back at once."""
+    return _moved(
+        redrive(dead_letters, target, queue_name=queue_name, matches=chosen.matches)
+    )
+
+
+def delete_matching(dead_letters: SqsQueue, chosen: LetterFilter) -> ActionResult:
+    """Delete every dead letter that matches ``chosen``, each at most once per call."""
+    deleted = 0
+    for received, fresh in _receive_all(dead_letters):
+        chosen_now = [m for m in fresh if chosen.matches(m)]
+        try:
+            for message in chosen_now:
+                _delete(dead_letters, message)
+                deleted += 1
+        finally:
+            make_visible(dead_letters, [m for m in received if m not in chosen_now])
+    return ActionResult(done=deleted, not_found=0, left=counts(dead_letters).total)
+
+
+def _receive_all(
+    dead_letters: SqsQueue,
+) -> cabc.Iterator[tuple[list[MessageTypeDef], list[MessageTypeDef]]]:
+    """Each batch received and the messages in it not seen before, until a batch
+    holds none; the caller puts back what it does not delete (seen ones too)."""
+    seen: set[str] = set()
+    for _ in range(_MAX_RECEIVES):
+        received = receive_batch(dead_letters, MAX_BATCH_ENTRIES)
+        fresh = [m for m in received if m["MessageId"] not in seen]
+        seen.update(m["MessageId"] for m in fresh)
+        yield received, fresh
+        if not fresh:
+            return
 
 
 def _for_each_chosen(
@@ -153,6 +201,15 @@ def _for_each_chosen(
         done=done,
         not_found=len(wanted - seen),
         left=counts(dead_letters).total,
+    )
+
+
+def _moved(result: RedriveResult) -> ActionResult:
+    return ActionResult(
+        done=result.moved,
+        not_found=0,
+        left=result.left,
+        other_queues=result.other_sources,
     )
 
 

@@ -1,7 +1,8 @@
 """What the dashboard reads from the job store, in one place.
 
 - recent and failed jobs: ``store.job_records().recent(limit, status=...)``
-  (failed: ``failed`` and ``dead_lettered``), newest update first;
+  (failed: ``failed`` and ``dead_lettered``), newest update first; a search
+  of them: ``store.job_records().find(search)`` (:mod:`._job_search`);
 - one job: ``get_job(store, hooks, job_id)`` (this process's pending writes first);
   cancelling it: ``cancel(store, hooks, job_id)`` (``jobs.cancel``);
 - workers: ``store.worker_registry().list()``, each ``live`` or ``lost`` by
@@ -56,7 +57,7 @@ def _store(parts: AppParts) -> JobStore:
     return parts.store
 
 
-def _records(parts: AppParts) -> JobRecords:
+def records_of(parts: AppParts) -> JobRecords:
     # The retention bounds how far back DynamoDB's listing looks.
     retention = parts.config.record_retention_seconds
     try:
@@ -76,20 +77,25 @@ def recent_jobs(
     parts: AppParts, limit: int, *, failed: bool = False
 ) -> list[dict[str, t.Any]]:
     """The ``limit`` most recently updated records (``failed``: only failed ones)."""
-    found = _records(parts).recent(limit, status=FAILED_STATUSES if failed else None)
+    found = records_of(parts).recent(limit, status=FAILED_STATUSES if failed else None)
     return [as_fields(record, RECORD_FIELDS) for record in found]
 
 
 def one_job(parts: AppParts, job_id: str) -> dict[str, t.Any] | None:
     """One job's record, or None when the store has none for ``job_id``."""
-    _records(parts)
-    record = get_job(_store(parts), parts.hooks, job_id)
+    record = one_record(parts, job_id)
     return None if record is None else as_fields(record, RECORD_FIELDS)
+
+
+def one_record(parts: AppParts, job_id: str) -> JobRecord | None:
+    """One job's record as the store returns it, or None."""
+    records_of(parts)
+    return get_job(_store(parts), parts.hooks, job_id)
 
 
 def cancel_job(parts: AppParts, job_id: str) -> bool:
     """Cancel one job as ``jobs.cancel`` does: True when known and not finished."""
-    _records(parts)
+    records_of(parts)
     try:
         return cancel(_store(parts), parts.hooks, job_id)
     except NotImplementedError:
@@ -135,7 +141,7 @@ def throughput(
     start = minute_of(now) - dt.timedelta(minutes=minutes - 1)
     succeeded = {name: [0] * minutes for name in queues}
     failed = {name: [0] * minutes for name in succeeded}
-    for group in _records(parts).finished_per_minute(start):
+    for group in records_of(parts).finished_per_minute(start):
         index = int((group.minute - start).total_seconds() // 60)
         if group.queue in succeeded and 0 <= index < minutes:
             target = failed if group.status in FAILED_STATUSES else succeeded

@@ -18,10 +18,16 @@ from ..engine.ops import counts
 from ..engine.ops import dead_letter_queue
 from ._charts import chart
 from ._dead_letters import ActionResult
+from ._dead_letters import count_matching
 from ._dead_letters import delete_all
+from ._dead_letters import delete_matching
 from ._dead_letters import delete_selected
 from ._dead_letters import redrive_all
+from ._dead_letters import redrive_matching
 from ._dead_letters import redrive_selected
+from ._letter_filter import BadLetterFilter
+from ._letter_filter import LetterFilter
+from ._letter_filter import read_letter_filter
 from ._letters_page import dead_letters_data
 from ._pages import Dashboard
 from ._pages import respond
@@ -42,7 +48,7 @@ SQS_ERRORS = (BotoCoreError, ClientError, QueueNotFoundError, AWSSetupError)
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 ACTIONS = ("redrive", "delete")
-SCOPES = ("selected", "all")
+SCOPES = ("selected", "all", "filtered")
 MAX_MESSAGE_ID = 128
 #: A queue's row in eager mode, where jobs run at once and never reach SQS.
 EAGER_NOTE = "eager mode (SQS_JOBS_EAGER): jobs run at once and no SQS queue is used"
@@ -62,12 +68,22 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         limit = max(1, min(MAX_LIMIT, limit or DEFAULT_LIMIT))
         queue = _configured(dashboard, name)
         try:
+            chosen = read_letter_filter(request.args)
+        except BadLetterFilter as exc:
+            return respond("error.html", _error("Bad Request", str(exc), 400), 400)
+        try:
             data = dead_letters_data(
                 dashboard, name, queue, limit, peek_refusal(request)
             )
-            return respond("dead_letters.html", data)
         except SQS_ERRORS as exc:
             return _sqs_failed(exc)
+        data["filter"] = chosen.as_dict()
+        data["dead_letters"] = [
+            letter
+            for letter in data["dead_letters"]
+            if chosen.matches_letter(letter["job_type"], letter["reason"])
+        ]
+        return respond("dead_letters.html", data)
 
     @blueprint.post("/queues/<name>/dead-letters")
     def dead_letter_action(name: str) -> t.Any:
@@ -79,7 +95,11 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
         action = request.form.get("action", "")
         scope = request.form.get("scope", "")
         message_ids = request.form.getlist("message_id")
-        problem = _check_action(action, scope, message_ids)
+        try:
+            chosen = read_letter_filter(request.form)
+        except BadLetterFilter as exc:
+            return respond("error.html", _error("Bad Request", str(exc), 400), 400)
+        problem = _check_action(action, scope, message_ids, chosen)
         if problem:
             return respond("error.html", _error("Bad Request", problem, 400), 400)
         order = {
@@ -87,11 +107,17 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
             "action": action,
             "scope": scope,
             "message_ids": message_ids if scope == "selected" else [],
+            "filter": chosen.as_dict() if scope == "filtered" else None,
+            "expected": _count(request.form.get("expected")),
         }
         if request.form.get("confirmed") != "yes":
+            try:
+                order.update(_matching(queue, scope, chosen))
+            except SQS_ERRORS as exc:
+                return _sqs_failed(exc)
             return respond("confirm.html", {**order, "confirmed": False})
         try:
-            result = _perform(name, queue, action, scope, message_ids)
+            result = _perform(name, queue, action, scope, message_ids, chosen)
         except SQS_ERRORS as exc:
             log.warning("dashboard_action_failed", queue=name, action=action)
             return _sqs_failed(
@@ -155,11 +181,15 @@ def _configured(dashboard: Dashboard, name: str) -> SqsQueue:
     return dashboard.parts().queue_group().queue(name)
 
 
-def _check_action(action: str, scope: str, message_ids: list[str]) -> str | None:
+def _check_action(
+    action: str, scope: str, message_ids: list[str], chosen: LetterFilter
+) -> str | None:
     if action not in ACTIONS:
         return f"action must be one of {', '.join(ACTIONS)}"
     if scope not in SCOPES:
         return f"scope must be one of {', '.join(SCOPES)}"
+    if scope == "filtered" and not chosen.any:
+        return "no filter given: choose a job type or an error type, or choose all"
     if scope == "selected":
         if not message_ids:
             return "no dead letter selected: tick at least one, or choose all"
@@ -170,12 +200,38 @@ def _check_action(action: str, scope: str, message_ids: list[str]) -> str | None
     return None
 
 
+def _matching(queue: SqsQueue, scope: str, chosen: LetterFilter) -> dict[str, t.Any]:
+    """For a filtered action's confirmation: how many letters match now, of how
+    many read (each received once and put back); nothing for other scopes."""
+    dlq = dead_letter_queue(queue)
+    if scope != "filtered" or dlq is None:
+        return {}
+    dlq.read_attributes()
+    if dlq.redrive_policy() is not None:
+        abort(
+            409,
+            description="This dead-letter queue has a RedrivePolicy of its own:"
+            " counting its letters would move them on. Use all.",
+        )
+    matching, read = count_matching(dlq, chosen)
+    return {"matching": matching, "read": read}
+
+
 def _perform(
-    name: str, queue: SqsQueue, action: str, scope: str, message_ids: list[str]
+    name: str,
+    queue: SqsQueue,
+    action: str,
+    scope: str,
+    message_ids: list[str],
+    chosen: LetterFilter,
 ) -> ActionResult:
     dlq = dead_letter_queue(queue)
     if dlq is None:
         abort(404, description="This queue has no dead-letter queue.")
+    if scope == "filtered":
+        if action == "redrive":
+            return redrive_matching(dlq, queue, name, chosen)
+        return delete_matching(dlq, chosen)
     if action == "redrive":
         if scope == "all":
             return redrive_all(dlq, queue, name)
@@ -183,6 +239,10 @@ def _perform(
     if scope == "all":
         return delete_all(dlq)
     return delete_selected(dlq, message_ids)
+
+
+def _count(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() and len(text) < 10 else None
 
 
 def _error(name: str, message: str, status: int) -> dict[str, t.Any]:

@@ -11,6 +11,12 @@ from flask import Blueprint
 from flask import request
 
 from ..engine.model import loggable_text
+from ._job_search import BadFilter
+from ._job_search import DEFAULT_JOBS
+from ._job_search import FILTERS
+from ._job_search import find_jobs
+from ._job_search import read_filters
+from ._job_search import STATUS_CHOICES
 from ._pages import Dashboard
 from ._pages import respond
 from ._security import check_csrf
@@ -23,8 +29,6 @@ from ._store_reads import workers
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_JOBS = 50
-MAX_JOBS = 500
 #: How many next runs each schedule shows.
 NEXT_RUNS = 3
 
@@ -34,22 +38,29 @@ def register(blueprint: Blueprint, dashboard: Dashboard) -> None:
 
     @blueprint.get("/jobs")
     def jobs_page() -> t.Any:
-        failed = request.args.get("status") == "failed"
-        limit = request.args.get("limit", DEFAULT_JOBS, type=int)
-        limit = max(1, min(MAX_JOBS, limit or DEFAULT_JOBS))
         data: dict[str, t.Any] = {
-            "status": "failed" if failed else None,
-            "limit": limit,
+            "status": request.args.get("status") or None,
+            "filters": {name: request.args.get(name, "") for name in FILTERS},
+            "statuses": STATUS_CHOICES,
+            "limit": DEFAULT_JOBS,
             "jobs": [],
             "note": None,
+            "error": None,
         }
         try:
-            data["jobs"] = [
-                _hide_result(record, dashboard)
-                for record in recent_jobs(dashboard.parts(), limit, failed=failed)
-            ]
+            filters = read_filters(request.args)
+            data.update(limit=filters.limit, filters=filters.given)
+            parts = dashboard.parts()
+            found = (
+                find_jobs(parts, filters)
+                if filters.any
+                else recent_jobs(parts, filters.limit)
+            )
+        except BadFilter as exc:
+            return respond("jobs.html", {**data, "error": str(exc)}, 400)
         except Unavailable as exc:
-            data["note"] = str(exc)
+            return respond("jobs.html", {**data, "note": str(exc)})
+        data["jobs"] = [_hide_result(record, dashboard) for record in found]
         return respond("jobs.html", data)
 
     @blueprint.get("/jobs/<path:job_id>")
@@ -150,4 +161,4 @@ def _last_fired_reader(dashboard: Dashboard) -> t.Callable[[t.Any], t.Any]:
 def _hide_result(record: dict[str, t.Any], dashboard: Dashboard) -> dict[str, t.Any]:
     if dashboard.show_payloads():
         return record
-    return {**record, "result": None}
+    return {**record, "result": None, "payload": None}

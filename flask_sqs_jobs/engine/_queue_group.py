@@ -109,6 +109,7 @@ class QueueGroup(NamedQueues):
         unique_until: str | None = None,
         on_duplicate: str | None = None,
         tenant: str | None = None,
+        tags: cabc.Sequence[str] | None = None,
     ) -> str:
         """Send a job and return its SQS MessageId.
 
@@ -131,7 +132,8 @@ class QueueGroup(NamedQueues):
         or :class:`DuplicateJobError` raised with ``on_duplicate="raise"``.
         The group needs a store's keys (:func:`use_unique_keys`). ``tenant`` (on a
         standard queue) sets the MessageGroupId that SQS fair queues share
-        capacity by.
+        capacity by. ``tags`` (at most 10 strings of at most 64 characters)
+        travel in the body into the job's record, for ``find_jobs(tag=...)``.
 
         :raises TypeError, ValueError: an argument is wrong; the message names
             it and the fix. :class:`UnknownQueueError` for an unknown queue.
@@ -159,6 +161,7 @@ class QueueGroup(NamedQueues):
                 "unique_until": unique_until,
                 "on_duplicate": on_duplicate,
                 "tenant": tenant,
+                "tags": tags,
             },
         )
 

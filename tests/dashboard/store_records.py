@@ -25,6 +25,7 @@ def record_job(
     error: str | None = None,
     progress: float | None = None,
     progress_message: str | None = None,
+    tags: tuple[str, ...] = (),
 ) -> None:
     """Write a job's ``queued``, ``running`` and ``status`` transitions, one write
     each (``finished_at`` is set when ``status`` is final)."""
@@ -32,7 +33,9 @@ def record_job(
     started = finished_at - dt.timedelta(seconds=2)
 
     def event(status: str, attempts: int, at: dt.datetime, **fields: t.Any) -> JobEvent:
-        return JobEvent(job_id, job_type, queue, status, attempts, at, **fields)
+        return JobEvent(
+            job_id, job_type, queue, status, attempts, at, tags=tags, **fields
+        )
 
     records = store.job_records()
     records.write([event("queued", 0, enqueued, enqueued_at=enqueued)])

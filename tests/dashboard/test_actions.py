@@ -101,6 +101,8 @@ def test_redrive_a_selection(
         "action": "redrive",
         "scope": "selected",
         "message_ids": ids[1:3],
+        "filter": None,
+        "expected": None,
         "confirmed": True,
         "done": 2,
         "not_found": 0,

@@ -118,7 +118,9 @@ def test_dead_letters_answer_json(
         "payloads_shown",
         "dead_letters",
         "csrf_token",
+        "filter",
     }
+    assert data["filter"] == {"job_type": None, "error_type": None}
     (letter,) = data["dead_letters"]
     assert letter["message_id"] == message_id
     assert letter["job_type"] == "charge_card"

@@ -90,6 +90,8 @@ def test_recent_jobs_list_every_record(store_client: FlaskClient) -> None:
         "progress",
         "progress_message",
         "updated_at",
+        "tags",
+        "payload",
     }
     assert 'href="/jobs/jobs/j-ok"' in page
     assert "&lt;script&gt;x&lt;/script&gt;" in page

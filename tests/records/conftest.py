@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import pathlib
+import typing as t
 import uuid
 
 import boto3
 import pytest
+from flask import Flask
+from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.store import DynamoDBStore
 from flask_sqs_jobs.store import JobStore
 from flask_sqs_jobs.store import SQLAlchemyStore
@@ -51,3 +54,15 @@ def store(
     sql.create_tables()
     yield sql
     sql.close()
+
+
+@pytest.fixture
+def store_app(
+    make_app: t.Any, jobs: SQSJobs, app_config: dict[str, t.Any], store_url: str
+) -> cabc.Iterator[Flask]:
+    """The test app over a fresh SQL store (SQLite, then PostgreSQL), current."""
+    app = make_app({**app_config, "SQS_JOBS_STORE_URL": store_url})
+    jobs.store(app).create_tables()
+    with app.app_context():
+        yield app
+    jobs.store(app).close()

@@ -1,23 +1,28 @@
-/* flask-sqs-jobs dashboard: live queue counts and "select all". No dependencies.
+/* flask-sqs-jobs dashboard: live queue counts, live job statuses and "select all".
+   No dependencies.
    Text from the server is only ever set with textContent, never parsed as HTML. */
 "use strict";
 
 (function () {
   var REFRESH_MS = 5000;
 
+  function getJSON(url) {
+    // A page's own JSON answer (same origin, its session cookie), never cached.
+    return fetch(url, {
+      headers: { Accept: "application/json" },
+      credentials: "same-origin",
+      cache: "no-store",
+    }).then(function (response) {
+      if (!response.ok) { throw new Error("HTTP " + response.status); }
+      return response.json();
+    });
+  }
+
   function refreshQueues() {
     // Only the counts change every few seconds: the charts are not read again.
     var url = new URL(window.location.href);
     url.searchParams.set("charts", "no");
-    fetch(url.toString(), {
-      headers: { Accept: "application/json" },
-      credentials: "same-origin",
-      cache: "no-store",
-    })
-      .then(function (response) {
-        if (!response.ok) { throw new Error("HTTP " + response.status); }
-        return response.json();
-      })
+    getJSON(url.toString())
       .then(function (data) {
         var rows = document.querySelectorAll("tr[data-queue]");
         var byName = {};
@@ -44,6 +49,28 @@
       .catch(function () { document.body.classList.add("stale"); });
   }
 
+  function refreshJobs() {
+    // The same search as JSON: each listed job's status and attempts change in place.
+    getJSON(window.location.href)
+      .then(function (data) {
+        var byId = {};
+        (data.jobs || []).forEach(function (job) { byId[job.job_id] = job; });
+        document.querySelectorAll("tr[data-job-id]").forEach(function (row) {
+          var job = byId[row.getAttribute("data-job-id")];
+          if (!job) { return; }
+          var status = row.querySelector('[data-field="status"]');
+          if (status && status.textContent !== String(job.status)) {
+            status.textContent = String(job.status);
+            status.className = "status status-" + String(job.status);
+          }
+          var attempts = row.querySelector('[data-field="attempts"]');
+          if (attempts) { attempts.textContent = String(job.attempts); }
+        });
+        document.body.classList.remove("stale");
+      })
+      .catch(function () { document.body.classList.add("stale"); });
+  }
+
   function wireSelectAll() {
     document.querySelectorAll("input[data-select-all]").forEach(function (box) {
       box.addEventListener("change", function () {
@@ -57,8 +84,12 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     wireSelectAll();
-    if (document.body.getAttribute("data-page") === "queues") {
+    var page = document.body.getAttribute("data-page");
+    if (page === "queues") {
       window.setInterval(refreshQueues, REFRESH_MS);
+    }
+    if (page === "jobs" && document.querySelector("tr[data-job-id]")) {
+      window.setInterval(refreshJobs, REFRESH_MS);
     }
   });
 })();

@@ -77,6 +77,9 @@ class Job:
     unique_key: str | None = None
     #: When the worker frees that key: ``"started"`` or ``"finished"``.
     unique_until: str | None = None
+    #: The job's tags (``tags=`` at enqueue, from the body on the consumer
+    #: side): searchable in its record (``jobs.find_jobs(tag=...)``).
+    tags: tuple[str, ...] = ()
 
     def request_cancel(self) -> None:
         """Ask the job to stop: set ``cancel_requested`` and ``abort_requested``."""

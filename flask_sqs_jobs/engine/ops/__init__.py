@@ -10,6 +10,7 @@ from ._inspection import make_visible
 from ._inspection import peek
 from ._inspection import receive_batch
 from ._inspection import redrive
+from ._inspection import RedriveResult
 from ._inspection import resend_params
 from ._letter_source import other_source
 from ._metrics import DURATION_BUCKETS
@@ -33,5 +34,6 @@ __all__ = [
     "peek",
     "receive_batch",
     "redrive",
+    "RedriveResult",
     "resend_params",
 ]

@@ -143,15 +143,16 @@ def redrive(
     job_type: str | None = None,
     limit: int | None = None,
     queue_name: str | None = None,
+    matches: cabc.Callable[[MessageTypeDef], bool] | None = None,
 ) -> RedriveResult:
     """Move messages from ``dead_letters`` to ``target``, each at most once per call.
 
     Each message is sent again with its body and attributes (less the
     ``dead_letter`` reason) and only then deleted, so a failure midway never
-    loses a job. Messages not wanted (another ``job_type``, past ``limit``)
-    are put back at once. With ``queue_name`` (the target's logical name), so
-    are the letters that record another source queue
-    (:mod:`~flask_sqs_jobs.engine._letter_source`), counted in
+    loses a job. Messages not wanted (another ``job_type``, past ``limit``,
+    or not ``matches(message)``) are put back at once. With ``queue_name``
+    (the target's logical name), so are the letters that record another
+    source queue (:mod:`~flask_sqs_jobs.engine._letter_source`), counted in
     ``other_sources``: from a dead-letter queue shared by several queues, only
     the target's own letters go to it.
 
@@ -194,6 +195,7 @@ def redrive(
                         job_type is None
                         or describe_dead_letter(message)["job_type"] == job_type
                     )
+                    and (matches is None or matches(message))
                 )
                 if not wanted:
                     skipped.append(message)

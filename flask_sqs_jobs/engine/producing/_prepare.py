@@ -15,6 +15,7 @@ import typing as t
 
 from ..model import check_job_id
 from ..model import Job
+from ..sqs import check_tags
 from ..sqs import SqsQueue
 from ..unique import read_unique
 from ..unique import UniqueOptions
@@ -130,6 +131,7 @@ def prepare_job(
         checked_payload, payload_json = encode_payload(payload)
         fields = check_correlation_fields(rest.pop("correlation_fields", None))
         job_id = check_job_id(rest.pop("job_id", None))
+        tags = check_tags(rest.pop("tags", None))
         unique = read_unique(rest)
         if (
             job_id_deduplicates
@@ -147,6 +149,7 @@ def prepare_job(
         correlation_fields=fields,
         job_id=job_id,
         max_runtime_seconds=send_options.max_runtime_seconds,
+        tags=tags,
     )
     if unique is not None and unique.debounce is None:
         job.unique_key = unique.key_for(checked_type, checked_payload)

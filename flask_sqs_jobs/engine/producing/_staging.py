@@ -17,9 +17,11 @@ from ..model import check_job_id
 from ..model import Job
 from ..sqs import build_attributes
 from ..sqs import check_room
+from ..sqs import check_tags
 from ..sqs import decode_attributes
 from ..sqs import encode_body
 from ..sqs import message_size
+from ..sqs import received_tags
 from ..sqs import SqsQueue
 from ..unique import STARTED
 from ._checks import check_job_type
@@ -72,6 +74,7 @@ def stage(
         if rechecked:
             check_job_type(job.job_type)
             job.payload, payload_json = encode_payload(job.payload)
+            job.tags = check_tags(job.tags)
         else:
             payload_json = prepared.payload_json
         job.job_id = check_job_id(job.job_id)
@@ -101,6 +104,7 @@ def _send_params(
         payload_json=payload_json,
         max_runtime_seconds=options.max_runtime_seconds,
         expires_at=options.expires_at,
+        tags=job.tags,
         unique=None
         if job.unique_key is None
         else (job.unique_key, job.unique_until or STARTED),
@@ -159,5 +163,6 @@ def stored_message(
         correlation_fields=fields,
         trace_headers=trace_headers,
         job_id=job_id,
+        tags=received_tags(body.get("tags") if isinstance(body, dict) else None),
     )
     return StagedMessage(job, params, queue)

@@ -43,6 +43,10 @@ from ._queue import SqsQueue
 from ._result_json import read_result
 from ._result_json import result_json
 from ._result_json import ResultNotKept
+from ._tags import check_tags
+from ._tags import MAX_TAG_LENGTH
+from ._tags import MAX_TAGS
+from ._tags import received_tags
 from ._wire import build_attributes
 from ._wire import CORRELATION_FIELDS_ATTRIBUTE
 from ._wire import DEAD_LETTER_ATTRIBUTE
@@ -62,6 +66,10 @@ from ._wire_times import format_utc
 from ._wire_times import parse_run_at
 
 __all__ = [
+    "MAX_TAGS",
+    "MAX_TAG_LENGTH",
+    "check_tags",
+    "received_tags",
     "read_result",
     "ResultNotKept",
     "result_json",

@@ -2,7 +2,7 @@
 
 A job travels as a JSON body ``{"job_type": "...", "payload": {...}, "job_id":
 "..."}`` (plus an optional ``run_at`` for deferral, ``max_runtime_seconds``
-for the job's own runtime limit and ``expires_at``), one String attribute
+for the job's own runtime limit, ``expires_at`` and ``tags``), one String attribute
 ``correlation_fields`` holding a JSON object, and one String attribute per
 trace header. Any language may produce it; ``docs/wire-format.md`` is the reference.
 
@@ -21,6 +21,8 @@ from json.encoder import encode_basestring
 
 from ..model import JSONObject
 from ..model import MAX_MESSAGE_ATTRIBUTES
+from ._tags import received_tags
+from ._tags import TAGS
 from ._wire_times import format_utc
 from ._wire_times import parse_run_at
 
@@ -116,6 +118,7 @@ def encode_body(
     max_runtime_seconds: float | None = None,
     unique: tuple[str, str] | None = None,
     expires_at: dt.datetime | None = None,
+    tags: tuple[str, ...] = (),
 ) -> str:
     """Return the message body for a job.
 
@@ -130,7 +133,7 @@ def encode_body(
             joined = f'{joined[:-1]},"{MAX_RUNTIME}":{float(max_runtime_seconds)!r}}}'
         if joined is not None and expires_at is not None:
             joined = f'{joined[:-1]},"{EXPIRES_AT}":"{format_utc(expires_at)}"}}'
-        if joined is not None and unique is None:
+        if joined is not None and unique is None and not tags:
             return joined
     body: JSONObject = {"job_type": job_type, "payload": payload}
     if job_id is not None:
@@ -143,6 +146,8 @@ def encode_body(
         body[UNIQUE] = {"key": unique[0], "until": unique[1]}
     if expires_at is not None:
         body[EXPIRES_AT] = format_utc(expires_at)
+    if tags:
+        body[TAGS] = list(tags)
     return dump_json(body)
 
 
@@ -238,6 +243,8 @@ class DecodedBody:
     unique: object = None
     #: The ``expires_at`` value as sent (any JSON value, unchecked), or None.
     expires_at: object = None
+    #: The valid ``tags`` as sent (:func:`received_tags`).
+    tags: tuple[str, ...] = ()
 
 
 #: Why a body is not a job, as :func:`decode_body` says it, and the short code
@@ -290,6 +297,7 @@ def decode_body(body: object) -> DecodedBody | str:
         data.get(MAX_RUNTIME),
         data.get(UNIQUE),
         data.get(EXPIRES_AT),
+        received_tags(data.get(TAGS)),
     )
 
 

@@ -233,6 +233,7 @@ class JobRunner:
             max_runtime_seconds=received_runtime(decoded.max_runtime_seconds),
             unique_key=unique_key,
             unique_until=unique_until,
+            tags=decoded.tags,
         )
 
     def _enter_job_context(

@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError
 from ...engine.sqs import aws_error_code
 from ..model import MAX_READ_BATCH
 from ..model import TOMBSTONE_RETENTION_SECONDS
-from ._records import epoch_value
-from ._records import s_value
+from ._record_items import epoch_value
+from ._record_items import s_value
 from ._schema import PARTITION_KEY
 from ._schema import SORT_KEY
 from ._schema import TTL_ATTRIBUTE

@@ -7,7 +7,9 @@
   (``ALL_OLD``), which tells a write of another job type from an older one.
 - For listing, each transition also puts ``pk = "jobs#<YYYYMMDDHH>"``,
   ``sk = "<updated_at>#<job_id>"`` in the same ``TransactWriteItems`` call:
-  one request per transition, two write units.
+  one request per transition, two write units; and, for each of the job's
+  tags, ``pk = "tag#<tag>"`` with the same ``sk`` (one write unit more per
+  tag), which :mod:`._record_search` queries.
 Every item carries ``expires_at_epoch``, so DynamoDB's TTL prunes them.
 """
 
@@ -20,25 +22,17 @@ import typing as t
 from botocore.exceptions import ClientError
 
 from ...engine.sqs import aws_error_code
-from ...engine.sqs import read_result
 from .. import model as r
+from ._record_items import epoch_value
+from ._record_items import job_key
+from ._record_items import job_record
+from ._record_items import n_value
+from ._record_items import s_value
+from ._record_items import text_of
+from ._record_search import find_records
 from ._schema import PARTITION_KEY
 from ._schema import SORT_KEY
 from ._schema import TTL_ATTRIBUTE
-
-_TIME_FIELDS = ("enqueued_at", "started_at", "finished_at", "updated_at")
-
-
-def s_value(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def n_value(value: float) -> dict[str, str]:
-    return {"N": repr(value) if isinstance(value, float) else str(value)}
-
-
-def epoch_value(at: dt.datetime, seconds: float) -> dict[str, str]:
-    return n_value(int(at.timestamp() + seconds))
 
 
 class DynamoDBJobRecords:
@@ -69,7 +63,7 @@ class DynamoDBJobRecords:
         for event in r.merge_events(events):
             standing = self._write(event)
             if standing is not None:
-                recorded = _text(standing, "job_type")
+                recorded = text_of(standing, "job_type")
                 if recorded is not None and recorded != event.job_type:
                     refused.append(
                         r.RefusedWrite(event.job_id, recorded, event.job_type)
@@ -93,12 +87,13 @@ class DynamoDBJobRecords:
             "job_id": s_value(event.job_id),
             TTL_ATTRIBUTE: epoch_value(event.at, self._retention),
         }
+        puts = [index] + [
+            {**index, PARTITION_KEY: s_value(f"tag#{tag}")} for tag in event.tags
+        ]
         try:
             self._client.transact_write_items(
-                TransactItems=[
-                    {"Update": update},
-                    {"Put": {"TableName": self._table, "Item": index}},
-                ]
+                TransactItems=[{"Update": update}]
+                + [{"Put": {"TableName": self._table, "Item": put}} for put in puts]
             )
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
@@ -112,7 +107,7 @@ class DynamoDBJobRecords:
         if item:
             return t.cast(dict[str, t.Any], item)
         found = self._client.get_item(
-            TableName=self._table, Key=_job_key(event.job_id), ConsistentRead=True
+            TableName=self._table, Key=job_key(event.job_id), ConsistentRead=True
         ).get("Item")
         return t.cast(dict[str, t.Any], found or {})
 
@@ -132,6 +127,8 @@ class DynamoDBJobRecords:
         removes: list[str] = []
         if event.enqueued_at is not None:
             if_missing["enqueued_at"] = s_value(event.enqueued_at.isoformat())
+        if event.tags:
+            if_missing["tags"] = {"L": [s_value(tag) for tag in event.tags]}
         if event.status == r.PROGRESS:
             sets["progress"] = n_value(float(event.progress or 0.0))
             if event.progress_message is None:
@@ -141,7 +138,7 @@ class DynamoDBJobRecords:
         elif status == r.RUNNING:
             if event.started_at is not None:
                 sets["started_at"] = s_value(event.started_at.isoformat())
-            removes += ["finished_at", "result", "error"]
+            removes += ["finished_at", "result", "error", "payload"]
             if event.progress is None:
                 removes += ["progress", "progress_message"]
             else:
@@ -151,7 +148,7 @@ class DynamoDBJobRecords:
                 self._set_progress(event, sets)
             if event.started_at is not None:
                 if_missing["started_at"] = s_value(event.started_at.isoformat())
-            for column in ("finished_at", "result", "error"):
+            for column in ("finished_at", "result", "error", "payload"):
                 given = getattr(event, column)
                 if given is None:
                     # A duplicate delivery keeps the result of the run it duplicates.
@@ -198,7 +195,7 @@ class DynamoDBJobRecords:
         )
         return {
             "TableName": self._table,
-            "Key": _job_key(event.job_id),
+            "Key": job_key(event.job_id),
             "UpdateExpression": expression,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -215,9 +212,9 @@ class DynamoDBJobRecords:
     def get(self, job_id: str) -> r.JobRecord | None:
         """One strongly consistent ``GetItem``; None when no record was written."""
         item = self._client.get_item(
-            TableName=self._table, Key=_job_key(job_id), ConsistentRead=True
+            TableName=self._table, Key=job_key(job_id), ConsistentRead=True
         ).get("Item")
-        return None if item is None else _job_record(item)
+        return None if item is None else job_record(item)
 
     def recent(
         self,
@@ -239,7 +236,7 @@ class DynamoDBJobRecords:
             hour = now - dt.timedelta(hours=hours)
             ids = [i for i in self._ids_of_hour(hour) if i not in seen]
             seen.update(ids)
-            for record in self._records(ids):
+            for record in self.records(ids):
                 if (statuses is None or record.status in statuses) and (
                     queue is None or record.queue == queue
                 ):
@@ -247,6 +244,11 @@ class DynamoDBJobRecords:
                     if len(found) >= limit:
                         return found
         return found
+
+    def find(self, search: r.JobSearch) -> list[r.JobRecord]:
+        """A ``Query`` of the tag's entries, or of each hour's listing in the
+        range, newest first, then the records they name (:mod:`._record_search`)."""
+        return find_records(self, search, self._retention)
 
     def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
         """Read the listing entries written since ``since`` (one query per hour),
@@ -259,7 +261,7 @@ class DynamoDBJobRecords:
             ids.update(dict.fromkeys(self._ids_of_hour(hour, since)))
             hour += dt.timedelta(hours=1)
         counts: dict[tuple[dt.datetime, str, str], int] = {}
-        for record in self._records(list(ids)):
+        for record in self.records(list(ids)):
             if record.finished_at is not None and record.finished_at >= since:
                 key = (r.minute_of(record.finished_at), record.queue, record.status)
                 counts[key] = counts.get(key, 0) + 1
@@ -269,14 +271,25 @@ class DynamoDBJobRecords:
         self, hour: dt.datetime, since: dt.datetime | None = None
     ) -> list[str]:
         """The jobs of an hour's listing entries (written at or after ``since``)."""
+        return self.ids_of(f"jobs#{hour:%Y%m%d%H}", since)
+
+    def ids_of(
+        self,
+        partition: str,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+    ) -> list[str]:
+        """The jobs of a listing partition's entries, newest first, written at
+        or after ``since`` and before ``until``."""
         ids: dict[str, None] = {}
         condition = "#pk = :pk"
         names = {"#pk": PARTITION_KEY}
-        values = {":pk": s_value(f"jobs#{hour:%Y%m%d%H}")}
-        if since is not None:
-            condition += " AND #sk >= :since"
+        values = {":pk": s_value(partition)}
+        if since is not None or until is not None:
             names["#sk"] = SORT_KEY
-            values[":since"] = s_value(since.isoformat())
+            values[":since"] = s_value("" if since is None else since.isoformat())
+            values[":until"] = s_value("~" if until is None else until.isoformat())
+            condition += " AND #sk BETWEEN :since AND :until"
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression=condition,
@@ -289,17 +302,17 @@ class DynamoDBJobRecords:
                 ids.setdefault(item["job_id"]["S"])
         return list(ids)
 
-    def _records(self, ids: list[str]) -> list[r.JobRecord]:
+    def records(self, ids: list[str]) -> list[r.JobRecord]:
         """The records of ``ids``, in the same order (missing ones left out)."""
         by_id: dict[str, r.JobRecord] = {}
         for start in range(0, len(ids), 100):
-            keys = [_job_key(i) for i in ids[start : start + 100]]
+            keys = [job_key(i) for i in ids[start : start + 100]]
             while keys:
                 response = self._client.batch_get_item(
                     RequestItems={self._table: {"Keys": keys}}
                 )
                 for item in response["Responses"].get(self._table, []):
-                    record = _job_record(item)
+                    record = job_record(item)
                     by_id[record.job_id] = record
                 keys = (
                     response.get("UnprocessedKeys", {})
@@ -311,35 +324,3 @@ class DynamoDBJobRecords:
     def prune(self, older_than: dt.datetime) -> int:
         """Nothing to do: DynamoDB's TTL deletes expired records."""
         return 0
-
-
-def _job_key(job_id: str) -> dict[str, t.Any]:
-    return {PARTITION_KEY: s_value(f"job#{job_id}"), SORT_KEY: s_value("record")}
-
-
-def _text(item: cabc.Mapping[str, t.Any], name: str) -> str | None:
-    value = item.get(name)
-    return None if value is None else str(value["S"])
-
-
-def _time(item: cabc.Mapping[str, t.Any], name: str) -> dt.datetime | None:
-    text = _text(item, name)
-    return None if text is None else dt.datetime.fromisoformat(text)
-
-
-def _job_record(item: cabc.Mapping[str, t.Any]) -> r.JobRecord:
-    result = _text(item, "result")
-    progress = item.get("progress")
-    times = {name: _time(item, name) for name in _TIME_FIELDS}
-    return r.JobRecord(
-        job_id=item["job_id"]["S"],
-        job_type=item["job_type"]["S"],
-        queue=item["queue"]["S"],
-        status=item["status"]["S"],
-        attempts=int(item["attempts"]["N"]),
-        result=read_result(result),
-        error=_text(item, "error"),
-        progress=None if progress is None else float(progress["N"]),
-        progress_message=_text(item, "progress_message"),
-        **times,
-    )

@@ -16,9 +16,9 @@ from botocore.exceptions import ClientError
 
 from ...engine.sqs import aws_error_code
 from .. import model as r
-from ._records import epoch_value
-from ._records import n_value
-from ._records import s_value
+from ._record_items import epoch_value
+from ._record_items import n_value
+from ._record_items import s_value
 from ._schema import PARTITION_KEY
 from ._schema import SORT_KEY
 from ._schema import TTL_ATTRIBUTE

@@ -11,7 +11,7 @@ if t.TYPE_CHECKING:
     from ...engine.unique import UniqueKeys
     from ._cancellations import Cancellations
     from ._records import JobRecords
-    from ._records import WorkerRegistry
+    from ._workers import WorkerRegistry
 
 
 class JobStore(abc.ABC):

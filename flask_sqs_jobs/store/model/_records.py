@@ -1,4 +1,4 @@
-"""Job records and live workers: what the stores keep, and how they are written.
+"""Job records: what the stores keep, and how they are written.
 
 A job's record is written once per transition (queued, running, then how the
 attempt ended) by an upsert that never moves the record backwards: writes
@@ -9,8 +9,8 @@ status, and a store applies it only when it is not older than what it holds.
 A record belongs to one job type, fixed by its first write: a write for the
 same job id with another type is refused (and reported as a
 :class:`RefusedWrite`). A finished record is final: no later write changes it,
-except a new delivery of a dead-lettered job (a redrive), which starts it
-again. Both are conditions of the store's write, never read-then-write.
+except a new delivery of a dead-lettered or failed job (a redrive, a retry),
+which starts it again. Both are conditions of the store's write, never read-then-write.
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ STATUS_RANK = {
     CANCELLED: 3,
 }
 #: A job in one of these statuses is sent again with a fresh receive count
-#: (deferral re-sends it, a redrive moves it back): a new delivery's
-#: ``running`` or ``deferred`` applies whatever its attempt.
-RESTARTING = frozenset({DEFERRED, LIMITED, DEAD_LETTERED})
+#: (deferral re-sends it, a redrive moves it back, a retry sends it again): a
+#: new delivery's ``running`` or ``deferred`` applies whatever its attempt.
+RESTARTING = frozenset({DEFERRED, LIMITED, DEAD_LETTERED, FAILED})
 RESTARTS = frozenset({RUNNING, DEFERRED, LIMITED})
 #: Statuses after which the job is done (``finished_at`` is set): no later
 #: write changes such a record, but a restart of a dead-lettered one.
@@ -103,36 +103,15 @@ class JobRecord:
     progress: float | None
     progress_message: str | None = None
     updated_at: dt.datetime | None = None
+    #: The job's tags (``tags=`` at enqueue).
+    tags: tuple[str, ...] = ()
+    #: A failed or dead-lettered job's payload (``SQS_JOBS_RECORD_FAILED_PAYLOADS``),
+    #: to run it again; None otherwise.
+    payload: t.Any = None
 
     def as_dict(self) -> dict[str, t.Any]:
         """The record as JSON-ready values (times in ISO 8601)."""
-        return _json_dict(self)
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerRecord:
-    """One worker process, as it registered itself."""
-
-    #: ``host:pid:random``.
-    worker_id: str
-    host: str
-    pid: int
-    #: The logical queue names it polls.
-    queues: tuple[str, ...]
-    concurrency: int
-    busy_slots: int
-    started_at: dt.datetime
-    last_seen_at: dt.datetime
-    #: The flask-sqs-jobs version it runs.
-    version: str
-
-    def is_lost(self, now: dt.datetime, stale_after: float) -> bool:
-        """Whether it has not refreshed its row for ``stale_after`` seconds."""
-        return (now - self.last_seen_at).total_seconds() > stale_after
-
-    def as_dict(self) -> dict[str, t.Any]:
-        """The record as JSON-ready values (times in ISO 8601)."""
-        return _json_dict(self)
+        return json_dict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,6 +134,10 @@ class JobEvent:
     error: str | None = None
     progress: float | None = None
     progress_message: str | None = None
+    #: The job's tags, written with the record (its first write that has them).
+    tags: tuple[str, ...] = ()
+    #: A failed job's payload as JSON text (kept with the record), or None.
+    payload: str | None = None
     #: Set on events folded into one (:func:`merge_events`) whose first
     #: applies over a deferred or dead-lettered record.
     restarted: bool = False
@@ -180,6 +163,20 @@ class RefusedWrite:
     recorded_job_type: str
     #: The refused write's job type.
     job_type: str
+
+
+@dataclasses.dataclass(frozen=True)
+class JobSearch:
+    """A checked search of job records (made by ``job_search``): every filter
+    given must match; times compare with the record's ``updated_at``."""
+
+    tag: str | None = None
+    job_type: str | None = None
+    statuses: frozenset[str] | None = None
+    #: Updated at or after ``since`` and before ``until`` (aware, UTC).
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    limit: int = 50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,31 +211,15 @@ class JobRecords(t.Protocol):
             (``("failed", "dead_lettered")``).
         """
 
+    def find(self, search: JobSearch) -> list[JobRecord]:
+        """The records that match ``search``, newest updated first, from an index."""
+
     def finished_per_minute(self, since: dt.datetime) -> list[MinuteCount]:
         """Count the records finished at or after ``since`` per minute, queue and
         status (one entry per non-empty group, in no particular order)."""
 
     def prune(self, older_than: dt.datetime) -> int:
         """Delete records not updated since ``older_than``; return how many."""
-
-
-class WorkerRegistry(t.Protocol):
-    """The live workers of a store (``store.worker_registry()``)."""
-
-    def register(self, worker: WorkerRecord) -> None:
-        """Add or replace ``worker``'s row."""
-
-    def refresh(self, worker_id: str, busy_slots: int, at: dt.datetime) -> bool:
-        """Update ``last_seen_at`` and ``busy_slots``; False when the row is gone."""
-
-    def remove(self, worker_id: str) -> None:
-        """Delete ``worker_id``'s row (a graceful stop)."""
-
-    def list(self) -> list[WorkerRecord]:
-        """Every registered worker, lost ones included, oldest first."""
-
-    def prune_lost(self, older_than: dt.datetime) -> int:
-        """Delete the workers not refreshed since ``older_than``; return how many."""
 
 
 def merge_events(events: cabc.Iterable[JobEvent]) -> list[JobEvent]:
@@ -296,7 +277,10 @@ def _fold(old: JobEvent, new: JobEvent) -> JobEvent:
         return new if STATUS_RANK[old.status] < STATUS_RANK[RUNNING] else old
     if not applies(new, old):
         return old
-    changes: dict[str, t.Any] = {"enqueued_at": new.enqueued_at or old.enqueued_at}
+    changes: dict[str, t.Any] = {
+        "enqueued_at": new.enqueued_at or old.enqueued_at,
+        "tags": new.tags or old.tags,
+    }
     if new.attempts == old.attempts and old.may_restart:
         changes["restarted"] = True
     if new.status != RUNNING and new.attempts == old.attempts:
@@ -307,27 +291,12 @@ def _fold(old: JobEvent, new: JobEvent) -> JobEvent:
     return dataclasses.replace(new, **changes)
 
 
-def check_status(status: StatusFilter) -> frozenset[str] | None:
-    """The statuses ``status`` names (None: any); refuse one no record can have."""
-    if status is None:
-        return None
-    wanted = frozenset((status,) if isinstance(status, str) else status)
-    for each in sorted(wanted):
-        if each not in STATUSES:
-            raise ValueError(
-                f"unknown job status {each!r}; use one of {', '.join(STATUSES)}"
-            )
-    if not wanted:
-        raise ValueError(f"no job status given; use one of {', '.join(STATUSES)}")
-    return wanted
-
-
 def minute_of(at: dt.datetime) -> dt.datetime:
     """The start of ``at``'s minute, in UTC."""
     return at.astimezone(dt.UTC).replace(second=0, microsecond=0)
 
 
-def _json_dict(record: JobRecord | WorkerRecord) -> dict[str, t.Any]:
+def json_dict(record: t.Any) -> dict[str, t.Any]:
     return {
         field.name: _json_value(getattr(record, field.name))
         for field in dataclasses.fields(record)

@@ -1,4 +1,5 @@
-"""Reading job records for ``jobs.get_job`` and the CLI; ``jobs.cancel``."""
+"""Reading job records for ``jobs.get_job``, ``jobs.find_jobs`` and the CLI;
+``jobs.cancel``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from ...engine.model import Hooks
 from ...engine.model import is_job_id
 from ..model import FINAL
 from ..model import JobRecord
+from ..model import JobSearch
 from ..model import JobStore
 from ._recording import recorder_of
 
@@ -30,6 +32,14 @@ def get_job(store: JobStore, hooks: Hooks, job_id: str) -> JobRecord | None:
     if recorder is not None:
         recorder.writer.flush(FLUSH_TIMEOUT)
     return store.job_records().get(job_id)
+
+
+def find_jobs(store: JobStore, hooks: Hooks, search: JobSearch) -> list[JobRecord]:
+    """The records ``search`` finds, after this process's pending writes."""
+    recorder = recorder_of(hooks)
+    if recorder is not None:
+        recorder.writer.flush(FLUSH_TIMEOUT)
+    return store.job_records().find(search)
 
 
 def cancel(store: JobStore, hooks: Hooks, job_id: str) -> bool:

@@ -50,6 +50,8 @@ STATUS_OF_OUTCOME = {
 FINAL = r.FINAL
 #: Characters of an error message kept.
 MAX_ERROR_TEXT = 1000
+#: The largest payload a failed record keeps, as JSON (a result's bound).
+MAX_PAYLOAD_BYTES = 65536
 
 
 class RecordingHooks(Hooks):
@@ -60,11 +62,20 @@ class RecordingHooks(Hooks):
 
     :param writer: where the writes go (asynchronous by default).
     :param mode: which jobs are recorded (``SQS_JOBS_RECORD_MODE``).
+    :param failed_payloads: a ``failed`` or ``dead_lettered`` record keeps
+        the job's payload (as JSON, at most :data:`MAX_PAYLOAD_BYTES`).
     """
 
-    def __init__(self, writer: RecordWriter, mode: RecordMode | None = None) -> None:
+    def __init__(
+        self,
+        writer: RecordWriter,
+        mode: RecordMode | None = None,
+        *,
+        failed_payloads: bool = False,
+    ) -> None:
         self.writer = writer
         self.mode = mode or RecordMode()
+        self.failed_payloads = failed_payloads
 
     def job_enqueued(self, job: Job, message_id: str) -> None:
         """Record ``queued`` (attempts 0) once the job's message was sent.
@@ -151,7 +162,18 @@ class RecordingHooks(Hooks):
             finished_at=now if status in FINAL else None,
             result=kept,
             error=error,
+            payload=self._payload(job, status),
         )
+
+    def _payload(self, job: Job, status: str) -> str | None:
+        """The payload a failed record keeps, or None (off, other status, too large)."""
+        if not self.failed_payloads or status not in (r.FAILED, r.DEAD_LETTERED):
+            return None
+        try:
+            text = result_json(job.payload)
+        except Exception:  # a payload too large, or one that no longer encodes
+            return None
+        return text if len(text.encode()) <= MAX_PAYLOAD_BYTES else None
 
     def worker_stopped(self, reason: str) -> None:
         """Give the writer up to 5 seconds to write what is queued."""
@@ -170,6 +192,7 @@ class RecordingHooks(Hooks):
                 status=status,
                 attempts=attempts,
                 at=at,
+                tags=job.tags,
                 **fields,
             )
         )
@@ -183,12 +206,14 @@ def with_records(
     retention_seconds: int,
     synchronous: bool,
     mode: str | float = "all",
+    failed_payloads: bool = False,
 ) -> Hooks:
     """``hooks``, plus :class:`RecordingHooks` when job records are on.
 
     :param synchronous: write each record at once, in the caller's thread
         (eager mode), instead of from the writer's thread.
     :param mode: ``SQS_JOBS_RECORD_MODE`` (checked): which jobs are recorded.
+    :param failed_payloads: failed and dead-lettered records keep the payload.
 
     Called once per app by the extension's ``init_app``; it makes the app's
     one writer, whose failures reach ``hooks`` as ``worker_error`` (kind
@@ -205,7 +230,10 @@ def with_records(
         synchronous=synchronous,
         on_error=failed,
     )
-    return MultiHooks([hooks, RecordingHooks(writer, RecordMode.of(mode))])
+    recording = RecordingHooks(
+        writer, RecordMode.of(mode), failed_payloads=failed_payloads
+    )
+    return MultiHooks([hooks, recording])
 
 
 def recorder_of(hooks: Hooks) -> RecordingHooks | None:

@@ -1,4 +1,4 @@
-"""Job records in ``sqs_jobs_jobs``.
+"""Job records in ``sqs_jobs_jobs`` (their tags in ``sqs_jobs_job_tags``).
 
 Each transition is one ``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` (on
 SQLite and PostgreSQL alike); a batch of them shares one transaction. The
@@ -20,6 +20,11 @@ from sqlalchemy.dialects import sqlite
 
 from ...engine.sqs import read_result
 from .. import model as r
+from ._record_search import find_query
+from ._record_search import prune_tags
+from ._record_search import tag_upsert
+from ._record_search import with_tags
+from ._record_search import write_tags
 from ._tables import jobs
 
 #: The dialects whose upsert the records use.
@@ -59,6 +64,7 @@ class SQLJobRecords:
             for shape in _SHAPES
             for restart in (False, True)
         }
+        self._tags = tag_upsert(insert)
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
         """Apply ``events`` in one transaction; return the writes refused for type.
@@ -82,18 +88,22 @@ class SQLJobRecords:
                         connection.execute(self._statements[key], rows).rowcount
                     )
                     written += batch
+                write_tags(connection, self._tags, round_)
             # A count of -1: the driver does not count an executemany (psycopg).
             if min(counts, default=0) >= 0 and sum(counts) == len(written):
                 return []
             return _refused(connection, written)
 
     def get(self, job_id: str) -> r.JobRecord | None:
-        """One ``SELECT`` by primary key; None when no record was written."""
+        """One ``SELECT`` by primary key (and one of its tags); None when no
+        record was written."""
         with self._engine.connect() as connection:
             row = connection.execute(
                 sa.select(jobs).where(jobs.c.job_id == job_id)
             ).first()
-        return None if row is None else _job_record(row._mapping)
+            if row is None:
+                return None
+            return with_tags(connection, [_job_record(row._mapping)])[0]
 
     def recent(
         self,
@@ -114,7 +124,14 @@ class SQLJobRecords:
             query = query.where(jobs.c.queue == queue)
         with self._engine.connect() as connection:
             rows = connection.execute(query).all()
-        return [_job_record(row._mapping) for row in rows]
+            return with_tags(connection, [_job_record(row._mapping) for row in rows])
+
+    def find(self, search: r.JobSearch) -> list[r.JobRecord]:
+        """One ``SELECT`` on one index, newest first (:mod:`._record_search`),
+        and one of the found records' tags."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(find_query(search)).all()
+            return with_tags(connection, [_job_record(row._mapping) for row in rows])
 
     def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
         """One ``GROUP BY`` over the rows updated since ``since`` (an indexed range:
@@ -137,6 +154,7 @@ class SQLJobRecords:
     def prune(self, older_than: dt.datetime) -> int:
         """One indexed ``DELETE`` of records last written before ``older_than``."""
         with self._engine.begin() as connection:
+            prune_tags(connection, older_than)
             result = connection.execute(
                 sa.delete(jobs).where(jobs.c.updated_at < older_than)
             )
@@ -190,6 +208,7 @@ def _job_record(row: sa.RowMapping) -> r.JobRecord:
         progress=row["progress"],
         progress_message=row["progress_message"],
         updated_at=row["updated_at"],
+        payload=read_result(row["payload"]),
     )
 
 
@@ -229,6 +248,7 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
             finished_at=None,
             result=None,
             error=None,
+            payload=None,
             progress=new.progress,
             progress_message=new.progress_message,
         )
@@ -245,6 +265,7 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
                 else_=new.result,
             ),
             error=new.error,
+            payload=new.payload,
             progress=sa.func.coalesce(new.progress, jobs.c.progress),
             progress_message=sa.case(
                 (new.progress.is_(None), jobs.c.progress_message),

@@ -152,9 +152,24 @@ jobs = sa.Table(
     sa.Column("progress", sa.Float(), nullable=True),
     sa.Column("progress_message", sa.Text(), nullable=True),
     sa.Column("updated_at", UTCDateTime(), nullable=False),
+    #: A failed or dead-lettered job's payload, as JSON text (at most 64 KiB).
+    sa.Column("payload", sa.Text(), nullable=True),
     sa.Index("sqs_jobs_jobs_updated_at", "updated_at"),
     sa.Index("sqs_jobs_jobs_status_updated_at", "status", "updated_at"),
     sa.Index("sqs_jobs_jobs_queue_updated_at", "queue", "updated_at"),
+    sa.Index("sqs_jobs_jobs_job_type_updated_at", "job_type", "updated_at"),
+)
+
+#: The tags of job records, one row per (job, tag). ``updated_at`` follows
+#: the record's, so a search by tag walks one index range newest first.
+job_tags = sa.Table(
+    "sqs_jobs_job_tags",
+    metadata,
+    sa.Column("job_id", sa.String(128), primary_key=True),
+    sa.Column("tag", sa.String(64), primary_key=True),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+    sa.Index("sqs_jobs_job_tags_tag_updated_at", "tag", "updated_at"),
+    sa.Index("sqs_jobs_job_tags_updated_at", "updated_at"),
 )
 
 #: Tombstones of cancelled jobs (``jobs.cancel``), pruned by the next cancel.
