@@ -31,6 +31,8 @@ from .engine.model import JobMiddleware
 from .engine.worker import JobWorker
 from .store.model import JobStore
 from .store.records import with_records
+from .workflows import WorkflowMiddleware
+from .workflows import Workflows
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -41,7 +43,7 @@ if t.TYPE_CHECKING:
 F = t.TypeVar("F", bound=HandlerFunc)
 
 
-class SQSJobs(Registering, Producing, TaskRegistry):
+class SQSJobs(Registering, Producing, TaskRegistry, Workflows):
     """Background jobs through Amazon SQS for a Flask app.
 
     Create it once, register handlers on it, and bind it to the app (in an
@@ -133,7 +135,8 @@ class SQSJobs(Registering, Producing, TaskRegistry):
             schedules=self.schedules,
             hooks=hooks,
             store=store,
-            middleware=self.middleware,
+            # Innermost: it records a workflow job's outcome as its handler ended.
+            middleware=(*self.middleware, WorkflowMiddleware(self)),
             boto_client=self._boto_client,
             s3_client=self._s3_client,
         )

@@ -1,0 +1,107 @@
+"""Batches on the SQL store: children and callbacks through a real worker."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.store.sql import batches_table
+
+from tests.workflows.conftest import Flow
+
+
+def test_callbacks_run_once_after_every_child_succeeded(flow: Flow) -> None:
+    child, on_done = flow.child, flow.on_done
+    flow.failing["b"] = 1  # fails once, then succeeds
+    batch = flow.jobs.batch(
+        [child.s(key=k) for k in "abc"],
+        on_success=on_done.s(label="success"),
+        on_complete=on_done.s(label="complete"),
+        on_failure=on_done.s(label="failure"),
+        description="three letters",
+    ).enqueue()
+    flow.run_until(lambda: len(flow.called("on_done")) >= 2)
+    record = flow.jobs.get_batch(batch.batch_id)
+    assert record is not None
+    assert (record.status, record.total, record.pending) == ("succeeded", 3, 0)
+    assert (record.succeeded, record.failed, record.failures) == (3, 0, [])
+    assert record.description == "three letters"
+    assert record.callbacks_sent == ["on_complete", "on_success"]
+    assert record.finished_at is not None
+    labels = sorted(c["label"] for c in flow.called("on_done"))
+    assert labels == ["complete", "success"]
+    assert {c["batch_id"] for c in flow.called("on_done")} == {batch.batch_id}
+
+
+def test_a_child_failing_for_good_runs_failure_and_complete_never_success(
+    flow: Flow,
+) -> None:
+    child, on_done = flow.child, flow.on_done
+    flow.failing["x"] = -1
+    batch = flow.jobs.batch(
+        [child.s(key="x"), child.s(key="y")],
+        on_success=on_done.s(label="success"),
+        on_complete=on_done.s(label="complete"),
+        on_failure=on_done.s(label="failure"),
+    ).enqueue()
+    flow.run_until(lambda: len(flow.called("on_done")) >= 2)
+    record = flow.jobs.get_batch(batch.batch_id)
+    assert record is not None
+    assert (record.status, record.succeeded, record.failed) == ("completed", 1, 1)
+    assert [f["job_type"] for f in record.failures] == ["child"]
+    assert "child x fails for good" in record.failures[0]["error"]
+    assert sorted(c["label"] for c in flow.called("on_done")) == ["complete", "failure"]
+
+
+def test_a_dead_lettered_child_counts_as_failed(flow: Flow) -> None:
+    child, on_done = flow.child, flow.on_done
+    flow.failing["z"] = 10  # fails on every one of its 3 receives
+    batch = flow.jobs.batch(
+        [child.s(key="z")], on_complete=on_done.s(label="complete")
+    ).enqueue()
+    flow.run_until(lambda: bool(flow.called("on_done")))
+    record = flow.jobs.get_batch(batch.batch_id)
+    assert record is not None
+    assert (record.status, record.failed) == ("completed", 1)
+    assert len(flow.called("child")) == 3
+    dead = flow.sqs.receive_message(QueueUrl=flow.urls["dlq"]).get("Messages", [])
+    assert len(dead) == 1
+
+
+def test_a_batch_in_a_rolled_back_session_sends_nothing_and_leaves_no_row(
+    flow: Flow,
+) -> None:
+    child = flow.child
+    store = flow.jobs.store()
+    with sa.orm.Session(store.engine) as session:  # type: ignore[attr-defined]
+        batch = flow.jobs.batch([child.s(key="a")]).enqueue(session=session)
+        session.rollback()
+    assert flow.jobs.get_batch(batch.batch_id) is None
+    sent = flow.sqs.receive_message(QueueUrl=flow.urls["default"])
+    assert sent.get("Messages") is None
+    with store.engine.connect() as connection:  # type: ignore[attr-defined]
+        assert connection.execute(sa.select(batches_table)).all() == []
+
+
+def test_a_batch_is_checked_when_declared(flow: Flow) -> None:
+    child, on_done = flow.child, flow.on_done
+    with pytest.raises(TypeError, match="missing argument"):
+        flow.jobs.batch([child.s()])
+    with pytest.raises(TypeError, match="Signature"):
+        flow.jobs.batch([{"key": "a"}])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        child.s(colour="red")
+    with pytest.raises(ValueError, match="at least one child"):
+        flow.jobs.batch([], on_complete=on_done.s())
+    assert flow.jobs.get_batch("no-such-batch") is None
+
+
+def test_a_batch_without_a_sql_store_fails_when_declared(make_app: object) -> None:
+    jobs = SQSJobs()
+
+    @jobs.task
+    def child(key: str) -> None: ...
+
+    app = make_app(extension=jobs)  # type: ignore[operator]
+    with app.app_context(), pytest.raises(RuntimeError, match="needs a SQL job store"):
+        jobs.batch([child.s(key="a")])
