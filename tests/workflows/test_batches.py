@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import sqlalchemy as sa
 from flask_sqs_jobs import SQSJobs
@@ -105,3 +107,30 @@ def test_a_batch_without_a_sql_store_fails_when_declared(make_app: object) -> No
     app = make_app(extension=jobs)  # type: ignore[operator]
     with app.app_context(), pytest.raises(RuntimeError, match="needs a SQL job store"):
         jobs.batch([child.s(key="a")])
+
+
+def test_the_batch_command_shows_counts_and_escaped_failures(flow: Flow) -> None:
+    flow.failing["\x1b[31mred"] = -1
+    batch = flow.jobs.batch(
+        [flow.child.s(key="\x1b[31mred"), flow.child.s(key="fine")],
+        on_complete=flow.on_done.s(),
+        description="nightly \x1b[2J",
+    ).enqueue()
+    flow.run_until(lambda: bool(flow.called("on_done")))
+    runner = flow.app.test_cli_runner()
+    shown = runner.invoke(args=["sqs-jobs", "batch", batch.batch_id])
+    assert shown.exit_code == 0, shown.output
+    assert "status: completed" in shown.output
+    assert "pending: 0" in shown.output
+    assert "succeeded: 1" in shown.output
+    assert "callbacks_sent: on_complete" in shown.output
+    assert "description: nightly \\x1b[2J" in shown.output
+    assert "\x1b" not in shown.output
+    assert "child \\x1b[31mred fails for good" in shown.output
+    as_json = runner.invoke(args=["sqs-jobs", "batch", batch.batch_id, "--json"])
+    fields = json.loads(as_json.output)
+    assert (fields["total"], fields["failed"]) == (2, 1)
+    assert fields["failures"][0]["error"].endswith("fails for good")
+    missing = runner.invoke(args=["sqs-jobs", "batch", "no-such-batch"])
+    assert missing.exit_code == 1
+    assert "no batch no-such-batch" in missing.output
