@@ -31,7 +31,7 @@ from .engine.model import JobMiddleware
 from .engine.worker import JobWorker
 from .store.model import JobStore
 from .store.records import with_records
-from .workflows import WorkflowMiddleware
+from .workflows import with_workflows
 from .workflows import Workflows
 
 if t.TYPE_CHECKING:
@@ -122,12 +122,17 @@ class SQSJobs(Registering, Producing, TaskRegistry, Workflows):
         store = self._store or make_store(config)
         if error := limits_store_error(self.handlers, store, config.eager):
             raise RuntimeError(error)
-        hooks = with_records(
-            with_unique_release(FlaskHooks(app), store, synchronous=config.eager),
-            store,
-            enabled=config.record_jobs,
-            retention_seconds=config.record_retention_seconds,
-            synchronous=config.eager,
+        # The workflows' middleware is innermost: it sees how the handler ended.
+        middleware, hooks = with_workflows(
+            self,
+            self.middleware,
+            with_records(
+                with_unique_release(FlaskHooks(app), store, synchronous=config.eager),
+                store,
+                enabled=config.record_jobs,
+                retention_seconds=config.record_retention_seconds,
+                synchronous=config.eager,
+            ),
         )
         self._parts[app] = AppParts(
             config=config,
@@ -135,8 +140,7 @@ class SQSJobs(Registering, Producing, TaskRegistry, Workflows):
             schedules=self.schedules,
             hooks=hooks,
             store=store,
-            # Innermost: it records a workflow job's outcome as its handler ended.
-            middleware=(*self.middleware, WorkflowMiddleware(self)),
+            middleware=middleware,
             boto_client=self._boto_client,
             s3_client=self._s3_client,
         )

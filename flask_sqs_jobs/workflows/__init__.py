@@ -11,6 +11,8 @@ imported only when a workflow is used.
 from __future__ import annotations
 
 from ._methods import Workflows
+from ._outcomes import with_workflows
+from ._outcomes import WorkflowHooks
 from ._outcomes import WorkflowMiddleware
 from ._signature import make_signature
 from ._signature import send_signature
@@ -21,9 +23,11 @@ from ._store import sql_store
 __all__ = [
     "Signature",
     "TaskOfSignature",
+    "WorkflowHooks",
     "WorkflowMiddleware",
     "Workflows",
     "make_signature",
     "send_signature",
     "sql_store",
+    "with_workflows",
 ]

@@ -27,7 +27,8 @@ from ._signature import Signature
 from ._store import in_transaction
 from ._store import now
 
-CALLBACKS = ("on_failure", "on_complete", "on_success")
+#: The keyword argument each callback gets.
+BATCH_ARGUMENT = "batch_id"
 RUNNING, SUCCEEDED, FAILED, COMPLETED = "running", "succeeded", "failed", "completed"
 PENDING = "pending"
 
@@ -79,7 +80,7 @@ class Batch:
                 continue
             if not isinstance(callback, Signature):
                 raise TypeError(f"{name} must be a Signature (task.s(...))")
-            callback.check_complete(name, supplied=[BATCH_FIELD])
+            callback.check_complete(name, supplied=[BATCH_ARGUMENT])
             self.callbacks[name] = callback
         if description is not None and not isinstance(description, str):
             raise TypeError("description must be a string or None")
@@ -151,40 +152,29 @@ def record_child(
 
     A child counts once: its row moves from ``pending`` (or, for a success
     after a redrive, from ``failed``) by a conditional update, and only the
-    transaction that moved it changes the batch's counts. Nothing is
-    committed here.
+    transaction that moved it changes the batch's counts. The batch's row,
+    which every child of the batch updates, is updated last and once (its
+    status computed in the statement), so its lock is held only until the
+    commit. Nothing is committed here.
     """
-    status = SUCCEEDED if succeeded else FAILED
-    child = batch_jobs.c
-    allowed = [PENDING, FAILED] if succeeded else [PENDING]
-    found = session.execute(
-        sa.select(child.status).where(
-            child.batch_id == batch_id,
-            child.job_id == job_id,
-            child.status.in_(allowed),
-        )
-    ).scalar_one_or_none()
+    found = _move_child(session, batch_id, job_id, succeeded, error)
     if found is None:
         return []
-    moved = session.execute(
-        sa.update(batch_jobs)
-        .where(
-            child.batch_id == batch_id,
-            child.job_id == job_id,
-            child.status == found,
-        )
-        .values(status=status, error=error, finished_at=now())
-    )
-    if moved.rowcount != 1:
-        return []
     column = batches.c
-    values: dict[str, t.Any] = {}
+    pending = column.pending - (1 if found == PENDING else 0)
+    failed = column.failed + (0 if succeeded else 1) - (1 if found == FAILED else 0)
+    values: dict[str, t.Any] = {
+        "pending": pending,
+        "failed": failed,
+        "status": sa.case(
+            (pending > 0, sa.case((failed > 0, FAILED), else_=RUNNING)),
+            else_=sa.case((failed > 0, COMPLETED), else_=SUCCEEDED),
+        ),
+    }
+    if succeeded:
+        values["succeeded"] = column.succeeded + 1
     if found == PENDING:
-        values["pending"] = column.pending - 1
-    else:
-        values["failed"] = column.failed - 1
-    counted = column.succeeded if succeeded else column.failed
-    values[counted.name] = counted + 1
+        values["finished_at"] = sa.case((pending == 0, now()), else_=None)
     row = session.execute(
         sa.update(batches)
         .where(column.batch_id == batch_id)
@@ -197,29 +187,40 @@ def record_child(
         return []
     sent = list(row.callbacks_sent or [])
     due = []
-    if not succeeded and found == PENDING and row.failed == 1:
+    if not succeeded and row.failed == 1:
         due.append("on_failure")
     if row.pending == 0:
         due += ["on_complete"] + (["on_success"] if row.failed == 0 else [])
     declared = row.callbacks or {}
-    due = [name for name in due if name not in sent]
-    finished = {"finished_at": now()} if row.pending == 0 and found == PENDING else {}
-    session.execute(
-        sa.update(batches)
-        .where(column.batch_id == batch_id)
-        .values(
-            status=_status(row.pending, row.failed),
-            callbacks_sent=sent + [name for name in due if name in declared],
-            **finished,
+    due = [name for name in due if name not in sent and name in declared]
+    if due:
+        session.execute(
+            sa.update(batches)
+            .where(column.batch_id == batch_id)
+            .values(callbacks_sent=sent + due)
         )
-    )
-    return [(n, Signature.from_json(declared[n])) for n in due if n in declared]
+    return [(name, Signature.from_json(declared[name])) for name in due]
 
 
-def _status(pending: int, failed: int) -> str:
-    if pending:
-        return FAILED if failed else RUNNING
-    return COMPLETED if failed else SUCCEEDED
+def _move_child(
+    session: t.Any, batch_id: str, job_id: str, succeeded: bool, error: str | None
+) -> str | None:
+    """Move the child's row to its outcome; the status it left (None: none moved)."""
+    child = batch_jobs.c
+    status = SUCCEEDED if succeeded else FAILED
+    for left in [PENDING, FAILED] if succeeded else [PENDING]:
+        moved = session.execute(
+            sa.update(batch_jobs)
+            .where(
+                child.batch_id == batch_id,
+                child.job_id == job_id,
+                child.status == left,
+            )
+            .values(status=status, error=error, finished_at=now())
+        )
+        if moved.rowcount == 1:
+            return left
+    return None
 
 
 def send_due(
@@ -234,6 +235,6 @@ def send_due(
             jobs,
             callback,
             session=session,
-            extra={BATCH_FIELD: batch_id},
+            extra={BATCH_ARGUMENT: batch_id},
             job_id=f"{batch_id}.{name}",
         )

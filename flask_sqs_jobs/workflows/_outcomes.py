@@ -19,10 +19,13 @@ import typing as t
 
 import structlog
 
+from ..engine.model import Hooks
 from ..engine.model import Job
 from ..engine.model import JobMiddleware
 from ..engine.model import judge
+from ..engine.model import MultiHooks
 from ..engine.model import NonRetryableError
+from ..engine.model import Outcome
 from ..engine.model import Verdict
 from ._signature import BATCH_FIELD
 from ._signature import CHAIN_FIELD
@@ -51,7 +54,7 @@ class WorkflowMiddleware(JobMiddleware):
             batch_id = None
         if not isinstance(chain_id, str):
             chain_id = None
-        if batch_id is None and chain_id is None:
+        if (batch_id is None and chain_id is None) or not self._has_sql_store():
             call_next(job)
             return
         try:
@@ -66,6 +69,26 @@ class WorkflowMiddleware(JobMiddleware):
             raise
         runtime = job._runtime
         self._record(job, batch_id, chain_id, getattr(runtime, "result", None), None)
+
+    def record_unrun(self, job: Job, outcome: Outcome) -> None:
+        """A child or step deleted unrun (expired, cancelled) fails for good."""
+        fields = job.correlation_fields
+        batch_id, chain_id = fields.get(BATCH_FIELD), fields.get(CHAIN_FIELD)
+        if (isinstance(batch_id, str) or isinstance(chain_id, str)) and (
+            self._has_sql_store()
+        ):
+            self._record(
+                job,
+                batch_id if isinstance(batch_id, str) else None,
+                chain_id if isinstance(chain_id, str) else None,
+                None,
+                f"{outcome.value}: deleted unrun",
+            )
+
+    def _has_sql_store(self) -> bool:
+        from ..store.sql import SQLAlchemyStore
+
+        return isinstance(self._jobs.parts().store, SQLAlchemyStore)
 
     def _final(self, job: Job, exc: BaseException) -> bool:
         """Whether no retry follows this failed attempt."""
@@ -111,6 +134,29 @@ class WorkflowMiddleware(JobMiddleware):
                     error=error,
                 )
             session.commit()
+
+
+class WorkflowHooks(Hooks):
+    """Children and steps that never ran count as failed: those ``expired``, and
+    those ``cancelled`` before they started (one cancelled while it ran was
+    recorded by the middleware already, and counts once)."""
+
+    def __init__(self, middleware: WorkflowMiddleware) -> None:
+        self._middleware = middleware
+
+    def job_finished(  # type: ignore[override]  # takes none of the new arguments
+        self, job: Job, outcome: Outcome, *args: object
+    ) -> None:
+        if outcome in (Outcome.EXPIRED, Outcome.CANCELLED):
+            self._middleware.record_unrun(job, outcome)
+
+
+def with_workflows(
+    jobs: t.Any, middleware: cabc.Sequence[JobMiddleware], hooks: Hooks
+) -> tuple[tuple[JobMiddleware, ...], Hooks]:
+    """An app's middleware and hooks with the workflows' (its middleware innermost)."""
+    recorder = WorkflowMiddleware(jobs)
+    return (*middleware, recorder), MultiHooks([hooks, WorkflowHooks(recorder)])
 
 
 def _error_text(exc: BaseException) -> str:

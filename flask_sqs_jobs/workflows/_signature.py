@@ -22,7 +22,8 @@ from ..engine.producing import check_json
 
 #: The correlation fields that name a job's batch, chain and step (they
 #: show in its log lines too).
-BATCH_FIELD, CHAIN_FIELD, STEP_FIELD = "batch_id", "chain_id", "chain_step"
+BATCH_FIELD = "workflow_batch_id"
+CHAIN_FIELD, STEP_FIELD = "workflow_chain_id", "workflow_step"
 
 #: The enqueue options a signature may carry: plain JSON values, so it can be
 #: stored in a workflow's row and sent by another process.

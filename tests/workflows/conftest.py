@@ -69,7 +69,10 @@ class Flow:
 
 
 @pytest.fixture
-def flow(sqs: SQSClient, store_url: str) -> cabc.Iterator[Flow]:
+def flow(
+    sqs: SQSClient, store_url: str, request: pytest.FixtureRequest
+) -> cabc.Iterator[Flow]:
+    """The app; it writes job records only in a test marked ``with_records``."""
     dlq = create_queue(sqs, "wf-default-dlq")
     urls = {
         "default": create_queue(
@@ -87,7 +90,8 @@ def flow(sqs: SQSClient, store_url: str) -> cabc.Iterator[Flow]:
             "default": {"name": "wf-default", "retry_backoff_seconds": 0.01}
         },
         SQS_JOBS_STORE_URL=store_url,
-        SQS_JOBS_RECORD_JOBS=False,
+        SQS_JOBS_RECORD_JOBS=request.node.get_closest_marker("with_records")
+        is not None,
         SQS_JOBS_IDLE_WAIT_SECONDS=0,
     )
     jobs = SQSJobs(app, boto_client=sqs)

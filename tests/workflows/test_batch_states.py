@@ -98,7 +98,7 @@ def machine(sent: Sent) -> type[RuleBasedStateMachine]:
                 job_type="child",
                 payload={"key": "k"},
                 queue="default",
-                correlation_fields={"batch_id": self.batch_id},
+                correlation_fields={"workflow_batch_id": self.batch_id},
                 job_id=self.job_ids[child],
                 receive_count=receive_count,
                 max_attempts=MAX_ATTEMPTS,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import sqlalchemy as sa
 from flask_sqs_jobs import SQSJobs
+from flask_sqs_jobs.store.outbox import flush_all
 from flask_sqs_jobs.store.sql import batches_table
 
 from tests.workflows.conftest import Flow
@@ -134,3 +136,25 @@ def test_the_batch_command_shows_counts_and_escaped_failures(flow: Flow) -> None
     missing = runner.invoke(args=["sqs-jobs", "batch", "no-such-batch"])
     assert missing.exit_code == 1
     assert "no batch no-such-batch" in missing.output
+
+
+@pytest.mark.with_records
+def test_a_child_cancelled_before_it_ran_counts_as_failed(flow: Flow) -> None:
+    batch = flow.jobs.batch(
+        [flow.child.s(key="kept"), flow.child.s(key="dropped")],
+        on_complete=flow.on_done.s(label="complete"),
+        on_success=flow.on_done.s(label="success"),
+    ).enqueue()
+    dropped = batch.job_ids[1]
+    # Its record is written once the send after commit has sent it.
+    deadline = time.monotonic() + 30
+    while flow.jobs.get_job(dropped) is None and time.monotonic() < deadline:
+        flush_all()
+    assert flow.jobs.cancel(dropped)
+    flow.run_until(lambda: bool(flow.called("on_done")))
+    record = flow.jobs.get_batch(batch.batch_id)
+    assert record is not None
+    assert (record.status, record.succeeded, record.failed) == ("completed", 1, 1)
+    assert record.failures[0]["error"] == "cancelled: deleted unrun"
+    assert [c["key"] for c in flow.called("child")] == ["kept"]
+    assert [c["label"] for c in flow.called("on_done")] == ["complete"]
