@@ -58,7 +58,7 @@ demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
 ## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3,
-## idempotent handlers on PostgreSQL, job records, the transactional outbox and unique jobs
+## idempotent handlers on PostgreSQL, job records, the transactional outbox, unique jobs, batches
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.records
 	$(BIN)/python -m bench.outbox
 	$(BIN)/python -m bench.unique
+	$(BIN)/python -m bench.workflows
 
 ## make dashboard-screenshots: the browser tier, writing docs/_static/dashboard/*.png
 dashboard-screenshots: $(STAMP)

@@ -1,14 +1,15 @@
 """Batches on PostgreSQL: what counting each child costs, against the same jobs without.
 
-``python -m bench.workflows [--jobs N] [--concurrency C] [--repeat R]``
-starts MiniStack (as ``python -m bench`` does) and a throwaway PostgreSQL
-cluster (``tests/postgres.py``: needs PostgreSQL's binaries), then, ``R``
-times interleaved: writes ``N`` no-op jobs in one transaction through the
-outbox (plain), or the same ``N`` as one batch's children with an
-``on_complete`` callback (batch), and drains them with an embedded worker of
-``C`` slots. It prints a Markdown table of the median drain rate of each and
-the batch's ratio to plain, and the time from the last child's end to the
-callback's start (median and worst of the runs).
+``python -m bench.workflows [--jobs N] [--concurrency C] [--repeat R]
+[--sleep-ms MS]`` starts MiniStack (as ``python -m bench`` does) and a
+throwaway PostgreSQL cluster (``tests/postgres.py``: needs PostgreSQL's
+binaries), then, ``R`` times interleaved: writes ``N`` jobs (no-op, or
+sleeping ``MS``) in one transaction through the outbox (plain), or the same
+``N`` as one batch's children with an ``on_complete`` callback (batch), and
+drains them with an embedded worker of ``C`` slots. It prints a Markdown
+table of the median drain rate of each and the batch's ratio to plain, and
+the time from the last child's end to the callback's start (median and
+worst of the runs).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from bench.servers import use_fake_aws
 class Run:
     """One phase: the app, its tasks and the clocks they stop."""
 
-    def __init__(self, endpoint: str, store_url: str, concurrency: int) -> None:
+    def __init__(
+        self, endpoint: str, store_url: str, concurrency: int, sleep_s: float
+    ) -> None:
         from flask import Flask
         from flask_sqs_jobs import SQSJobs
 
@@ -54,6 +57,8 @@ class Run:
         @self.jobs.task
         def noop(n: int) -> None:
             now = time.perf_counter()
+            if sleep_s:
+                time.sleep(sleep_s)
             with self.lock:
                 self.first = self.first or now
                 self.done += 1
@@ -99,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sleep-ms", type=float, default=0.0)
     args = parser.parse_args(argv)
     use_fake_aws()
     import structlog
@@ -117,14 +123,15 @@ def main(argv: list[str] | None = None) -> int:
                 store = SQLAlchemyStore(url)
                 store.create_tables()
                 store.close()
-                run = Run(server.endpoint, url, args.concurrency)
+                run = Run(server.endpoint, url, args.concurrency, args.sleep_ms / 1000)
                 rate, wait = run.drain(args.jobs, name == "batch")
                 rates[name].append(rate)
                 if wait is not None:
                     waits.append(wait)
     plain, batch = (statistics.median(rates[n]) for n in ("plain", "batch"))
     print(
-        f"| {args.jobs} no-op jobs (median of {args.repeat}), {args.concurrency}"
+        f"| {args.jobs} jobs of {args.sleep_ms:g} ms (median of {args.repeat}),"
+        f" {args.concurrency}"
         " slots, PostgreSQL | plain jobs/s | batch children/s | ratio |\n"
         "| --- | --- | --- | --- |\n"
         f"| drain | {plain:.1f} | {batch:.1f} | {batch / plain:.2f} |\n\n"
