@@ -110,9 +110,9 @@ class WorkflowMiddleware(JobMiddleware):
         error: str | None,
     ) -> None:
         """Write the outcome and what it makes due, in one committed transaction."""
-        from ._batches import record_child
-        from ._batches import send_due
         from ._chains import record_step
+        from ._counting import record_child
+        from ._counting import send_due
 
         assert job.job_id is not None
         succeeded = error is None

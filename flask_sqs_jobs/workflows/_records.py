@@ -8,6 +8,7 @@ import typing as t
 
 import sqlalchemy as sa
 
+from ..store.sql import batch_counts_table as batch_counts
 from ..store.sql import batch_jobs_table as batch_jobs
 from ..store.sql import batches_table as batches
 from ..store.sql import chains_table as chains
@@ -77,6 +78,14 @@ def read_batch(engine: sa.Engine, batch_id: str) -> BatchRecord | None:
         row = _row(connection, batches, batch_id)
         if row is None:
             return None
+        c = batch_counts.c
+        pending, succeeded, failed = connection.execute(
+            sa.select(
+                sa.func.coalesce(sa.func.sum(c.pending), 0),
+                sa.func.coalesce(sa.func.sum(c.succeeded), 0),
+                sa.func.coalesce(sa.func.sum(c.failed), 0),
+            ).where(c.batch_id == batch_id)
+        ).one()
         child = batch_jobs.c
         failures = connection.execute(
             sa.select(child.job_id, child.job_type, child.error)
@@ -89,11 +98,11 @@ def read_batch(engine: sa.Engine, batch_id: str) -> BatchRecord | None:
     return BatchRecord(
         batch_id=row.batch_id,
         description=row.description,
-        status=row.status,
+        status=_status(int(pending), int(failed)),
         total=row.total,
-        pending=row.pending,
-        succeeded=row.succeeded,
-        failed=row.failed,
+        pending=int(pending),
+        succeeded=int(succeeded),
+        failed=int(failed),
         created_at=created,
         finished_at=row.finished_at,
         callbacks_sent=list(row.callbacks_sent or []),
@@ -102,6 +111,12 @@ def read_batch(engine: sa.Engine, batch_id: str) -> BatchRecord | None:
             for f in failures
         ],
     )
+
+
+def _status(pending: int, failed: int) -> str:
+    if pending:
+        return "failed" if failed else "running"
+    return "completed" if failed else "succeeded"
 
 
 def read_chain(engine: sa.Engine, chain_id: str) -> ChainRecord | None:

@@ -1,8 +1,9 @@
 """The workflow tables: batches, their children, chains (``docs/workflows.md``).
 
-``sqs_jobs_batches`` holds a batch's counts and callbacks; each child has a
-row of ``sqs_jobs_batch_jobs`` whose status leaves ``pending`` once, by a
-conditional update: that move is what makes a child count once.
+``sqs_jobs_batches`` holds a batch's callbacks, ``sqs_jobs_batch_counts``
+its counts; each child has a row of ``sqs_jobs_batch_jobs`` whose status
+leaves ``pending`` once, by a conditional update: that move is what makes a
+child count once.
 ``sqs_jobs_chains`` holds a chain's steps and which one runs.
 """
 
@@ -20,11 +21,12 @@ batches = sa.Table(
     metadata,
     sa.Column("batch_id", _ID, primary_key=True),
     sa.Column("description", sa.Text, nullable=True),
-    sa.Column("status", sa.String(16), nullable=False),
     sa.Column("total", sa.Integer, nullable=False),
-    sa.Column("pending", sa.Integer, nullable=False),
-    sa.Column("succeeded", sa.Integer, nullable=False, default=0),
-    sa.Column("failed", sa.Integer, nullable=False, default=0),
+    # The count rows with children still pending; the child that takes it to
+    # 0 finished the batch.
+    sa.Column("shards_left", sa.Integer, nullable=False),
+    # Whether a child failed for good yet (on_failure is then due, once).
+    sa.Column("failure_seen", sa.Boolean, nullable=False),
     # {"on_success": signature JSON, ...}: the callbacks declared.
     sa.Column("callbacks", sa.JSON, nullable=False),
     # The names of the callbacks sent, in the order they were.
@@ -33,12 +35,25 @@ batches = sa.Table(
     sa.Column("finished_at", UTCDateTime(), nullable=True),
 )
 
+#: A batch's counts, spread over a few rows so its children do not all wait
+#: on one row's lock: each child counts in the row of its ``shard``.
+batch_counts = sa.Table(
+    "sqs_jobs_batch_counts",
+    metadata,
+    sa.Column("batch_id", _ID, primary_key=True),
+    sa.Column("shard", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("pending", sa.Integer, nullable=False),
+    sa.Column("succeeded", sa.Integer, nullable=False),
+    sa.Column("failed", sa.Integer, nullable=False),
+)
+
 batch_jobs = sa.Table(
     "sqs_jobs_batch_jobs",
     metadata,
     sa.Column("batch_id", _ID, primary_key=True),
     sa.Column("job_id", _ID, primary_key=True),
     sa.Column("job_type", sa.String(256), nullable=False),
+    sa.Column("shard", sa.Integer, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("finished_at", UTCDateTime(), nullable=True),
