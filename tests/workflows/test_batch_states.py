@@ -9,6 +9,7 @@ redrive; the store's record and the callbacks sent follow the model.
 
 from __future__ import annotations
 
+import contextlib
 import typing as t
 
 import pytest
@@ -186,3 +187,65 @@ def test_every_sequence_counts_each_child_once_and_sends_each_callback_once(
         run_state_machine_as_test(machine(Sent(store)), settings=SETTINGS)
     finally:
         store.close()
+
+
+def test_children_delivered_many_times_at_once_send_each_callback_once(
+    postgres_url: str,
+) -> None:
+    """Threads count the same children at the same time on PostgreSQL."""
+    import threading
+
+    from flask_sqs_jobs.workflows._batches import Batch
+    from flask_sqs_jobs.workflows._records import read_batch
+
+    store = SQLAlchemyStore(postgres_url)
+    store.create_tables()
+    sent = Sent(store)
+    children, copies = 40, 3
+    callbacks = {
+        name: _signature("callback", {})
+        for name in ("on_success", "on_complete", "on_failure")
+    }
+    batch = Batch(
+        t.cast(t.Any, sent), [_signature("child", {"key": "k"})] * children, **callbacks
+    ).enqueue()
+    middleware = WorkflowMiddleware(sent)
+    start = threading.Barrier(8)
+    work = [(n, copy) for n in range(children) for copy in range(copies)]
+    lock = threading.Lock()
+
+    def deliver() -> None:
+        start.wait()
+        while True:
+            with lock:
+                if not work:
+                    return
+                n, copy = work.pop()
+            job = Job(
+                job_type="child",
+                payload={},
+                queue="default",
+                correlation_fields={"workflow_batch_id": batch.batch_id},
+                job_id=batch.job_ids[n],
+                receive_count=copy + 1,
+                max_attempts=copies,
+            )
+
+            def handler(job: Job, n: int = n) -> None:
+                if n % 10 == 0:
+                    raise NonRetryableError("every tenth child fails")
+
+            with contextlib.suppress(NonRetryableError):
+                middleware.consume(job, handler)
+
+    threads = [threading.Thread(target=deliver) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    record = read_batch(store.engine, batch.batch_id)
+    store.close()
+    assert record is not None
+    assert (record.pending, record.succeeded, record.failed) == (0, 36, 4)
+    names = sorted(job_id.rpartition(".")[2] for _, _, job_id in sent.jobs)
+    assert names == ["on_complete", "on_failure"]
