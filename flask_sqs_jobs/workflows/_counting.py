@@ -17,13 +17,16 @@ import typing as t
 
 import sqlalchemy as sa
 
+from ..engine.model import new_job_id
 from ..store.sql import batch_counts_table as batch_counts
 from ..store.sql import batch_jobs_table as batch_jobs
 from ..store.sql import batches_table as batches
 from ._batches import BATCH_ARGUMENT
 from ._batches import PENDING
+from ._signature import BATCH_FIELD
 from ._signature import send_signature
 from ._signature import Signature
+from ._store import in_transaction
 from ._store import now
 
 SUCCEEDED, FAILED = "succeeded", "failed"
@@ -144,3 +147,59 @@ def send_due(
             extra={BATCH_ARGUMENT: batch_id},
             job_id=f"{batch_id}.{name}",
         )
+
+
+class RunningBatch:
+    """``current_job.batch`` in a running child: add children to its batch."""
+
+    def __init__(self, jobs: t.Any, batch_id: str) -> None:
+        self.jobs = jobs
+        self.batch_id = batch_id
+
+    def add(self, signature: Signature, *, session: t.Any = None) -> str:
+        """Add ``signature`` as a child of the batch; return its job id.
+
+        The batch cannot complete meanwhile: the running child is pending.
+        Written with the child's outbox row in one transaction (``session``'s).
+
+        :raises TypeError: not a complete signature.
+        """
+        if not isinstance(signature, Signature):
+            raise TypeError("batch.add() takes a Signature (task.s(...))")
+        signature.check_complete("batch.add()")
+        return in_transaction(self.jobs, session, lambda own: self._add(own, signature))
+
+    def _add(self, session: t.Any, signature: Signature) -> str:
+        job_id = new_job_id()
+        session.execute(
+            sa.insert(batch_jobs).values(
+                batch_id=self.batch_id,
+                job_id=job_id,
+                job_type=signature.job_type,
+                shard=0,
+                status=PENDING,
+            )
+        )
+        counts, batch = batch_counts.c, batches.c
+        pending = session.execute(
+            sa.update(batch_counts)
+            .where(counts.batch_id == self.batch_id, counts.shard == 0)
+            .values(pending=counts.pending + 1)
+            .returning(counts.pending)
+        ).scalar_one()
+        reopened = 1 if pending == 1 else 0  # count row 0 had finished
+        grown = session.execute(
+            sa.update(batches)
+            .where(batch.batch_id == self.batch_id, batch.shards_left > 0)
+            .values(total=batch.total + 1, shards_left=batch.shards_left + reopened)
+        )
+        if grown.rowcount != 1:
+            raise RuntimeError(f"batch {self.batch_id} has completed")
+        send_signature(
+            self.jobs,
+            signature,
+            session=session,
+            job_id=job_id,
+            correlation_fields={BATCH_FIELD: self.batch_id},
+        )
+        return job_id

@@ -57,6 +57,10 @@ class WorkflowMiddleware(JobMiddleware):
         if (batch_id is None and chain_id is None) or not self._has_sql_store():
             call_next(job)
             return
+        if batch_id is not None and job._runtime is not None:
+            from ._counting import RunningBatch
+
+            job._runtime.batch = RunningBatch(self._jobs, batch_id)
         try:
             call_next(job)
         except Exception as exc:

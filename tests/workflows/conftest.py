@@ -9,6 +9,7 @@ import typing as t
 
 import pytest
 from flask import Flask
+from flask_sqs_jobs import current_job
 from flask_sqs_jobs import NonRetryableError
 from flask_sqs_jobs import SQSJobs
 from flask_sqs_jobs.store import SQLAlchemyStore
@@ -26,6 +27,7 @@ class Flow:
     child: t.Any
     on_done: t.Any
     step: t.Any
+    parent: t.Any
 
     def __init__(self, app: Flask, jobs: SQSJobs, sqs: SQSClient, urls: dict[str, str]):
         self.app, self.jobs, self.sqs, self.urls = app, jobs, sqs, urls
@@ -115,7 +117,13 @@ def flow(
         state.attempt("step", name)
         return [*(previous_result or []), name]
 
+    @jobs.task
+    def parent(key: str) -> None:
+        state.note("parent", key=key, batch_id=current_job.batch_id)
+        current_job.batch.add(child.s(key=f"{key}-more"))
+
     state.child, state.on_done, state.step = child, on_done, step
+    state.parent = parent
     with app.app_context():
         yield state
     flush_all()

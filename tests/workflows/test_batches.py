@@ -158,3 +158,27 @@ def test_a_child_cancelled_before_it_ran_counts_as_failed(flow: Flow) -> None:
     assert record.failures[0]["error"] == "cancelled: deleted unrun"
     assert [c["key"] for c in flow.called("child")] == ["kept"]
     assert [c["label"] for c in flow.called("on_done")] == ["complete"]
+
+
+def test_a_child_adds_a_child_and_the_batch_completes_after_both(flow: Flow) -> None:
+    batch = flow.jobs.batch(
+        [flow.parent.s(key="p")] + [flow.child.s(key=k) for k in "abcdefghij"],
+        on_complete=flow.on_done.s(label="complete"),
+        on_success=flow.on_done.s(label="success"),
+    ).enqueue()
+    flow.run_until(lambda: len(flow.called("on_done")) >= 2)
+    assert flow.called("parent") == [{"key": "p", "batch_id": batch.batch_id}]
+    assert "p-more" in [c["key"] for c in flow.called("child")]
+    record = flow.jobs.get_batch(batch.batch_id)
+    assert record is not None
+    assert (record.total, record.succeeded, record.pending) == (12, 12, 0)
+    assert sorted(c["label"] for c in flow.called("on_done")) == ["complete", "success"]
+
+
+def test_a_job_outside_a_batch_has_no_batch(flow: Flow) -> None:
+    from flask_sqs_jobs import Job
+
+    assert (Job("t", {}, "default").batch, Job("t", {}, "default").batch_id) == (
+        None,
+        None,
+    )

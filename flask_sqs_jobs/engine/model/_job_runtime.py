@@ -42,6 +42,7 @@ class JobRuntime:
         "_progress",
         "_release",
         "_renewal",
+        "batch",
         "key_completed",
         "key_holder",
         "result",
@@ -63,6 +64,9 @@ class JobRuntime:
         #: The handler's return value once it returned, for the ``consume``
         #: middleware that records it before the message is settled.
         self.result: object = None
+        #: The batch a running child reaches as ``current_job.batch`` (set by
+        #: the workflows' middleware), or None.
+        self.batch: t.Any = None
 
     def report_progress(self, fraction: float, message: str | None) -> None:
         """Hand a checked progress report to the sink (from the handler's thread)."""
