@@ -5,6 +5,9 @@ from __future__ import annotations
 import typing as t
 
 import pytest
+import sqlalchemy as sa
+import sqlalchemy.orm
+from flask_sqs_jobs import SQSJobs
 
 from tests.workflows.conftest import Flow
 
@@ -107,3 +110,24 @@ def test_a_chain_is_checked_when_declared(flow: Flow) -> None:
     with pytest.raises(ValueError, match="at least one step"):
         flow.jobs.chain()
     assert flow.jobs.get_chain("no-such-chain") is None
+
+
+def test_a_chain_in_a_rolled_back_session_leaves_nothing(flow: Flow) -> None:
+    store = flow.jobs.store()
+    with sa.orm.Session(store.engine) as session:  # type: ignore[attr-defined]
+        chain = flow.jobs.chain(flow.step.s(name="a")).enqueue(session=session)
+        session.rollback()
+    assert flow.jobs.get_chain(chain.chain_id) is None
+    sent = flow.sqs.receive_message(QueueUrl=flow.urls["default"])
+    assert sent.get("Messages") is None
+
+
+def test_a_chain_without_a_sql_store_fails_when_declared(make_app: t.Any) -> None:
+    jobs = SQSJobs()
+
+    @jobs.task
+    def step(name: str) -> None: ...
+
+    app = make_app(extension=jobs)
+    with app.app_context(), pytest.raises(RuntimeError, match="needs a SQL job store"):
+        jobs.chain(step.s(name="a"))
