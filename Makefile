@@ -58,8 +58,8 @@ demo: $(STAMP)
 	$(BIN)/python -m example_app.demo
 
 ## make bench: the benchmark suite (starts its own SQS server), then large payloads through S3,
-## idempotent handlers on PostgreSQL, job records, the transactional outbox, unique jobs and
-## the worker's own cost (slots, threads, the Flask path)
+## idempotent handlers on PostgreSQL, job records, the transactional outbox, unique jobs,
+## batches and the worker's own cost (slots, threads, the Flask path)
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.large_payloads
@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.outbox
 	$(BIN)/python -m bench.unique
 	$(BIN)/python -m bench.worker_paths
+	$(BIN)/python -m bench.workflows
 
 ## make dashboard-screenshots: the browser tier, writing docs/_static/dashboard/*.png
 dashboard-screenshots: $(STAMP)

@@ -33,6 +33,8 @@ from .engine.worker import JobWorker
 from .store.model import JobStore
 from .store.model import StatusFilter
 from .store.records import with_records
+from .workflows import with_workflows
+from .workflows import Workflows
 
 if t.TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -43,7 +45,7 @@ if t.TYPE_CHECKING:
 F = t.TypeVar("F", bound=HandlerFunc)
 
 
-class SQSJobs(Registering, Producing, TaskRegistry):
+class SQSJobs(Registering, Producing, TaskRegistry, Workflows):
     """Background jobs through Amazon SQS for a Flask app.
 
     Create it once, register handlers on it, and bind it to the app (in an
@@ -122,14 +124,19 @@ class SQSJobs(Registering, Producing, TaskRegistry):
         store = self._store or make_store(config)
         if error := limits_store_error(self.handlers, store, config.eager):
             raise RuntimeError(error)
-        hooks = with_records(
-            with_unique_release(FlaskHooks(app), store, synchronous=config.eager),
-            store,
-            enabled=config.record_jobs,
-            retention_seconds=config.record_retention_seconds,
-            synchronous=config.eager,
-            mode=config.record_mode,
-            failed_payloads=config.record_failed_payloads,
+        # The workflows' middleware is innermost: it sees how the handler ended.
+        middleware, hooks = with_workflows(
+            self,
+            self.middleware,
+            with_records(
+                with_unique_release(FlaskHooks(app), store, synchronous=config.eager),
+                store,
+                enabled=config.record_jobs,
+                retention_seconds=config.record_retention_seconds,
+                synchronous=config.eager,
+                mode=config.record_mode,
+                failed_payloads=config.record_failed_payloads,
+            ),
         )
         self._parts[app] = AppParts(
             config=config,
@@ -137,7 +144,7 @@ class SQSJobs(Registering, Producing, TaskRegistry):
             schedules=self.schedules,
             hooks=hooks,
             store=store,
-            middleware=self.middleware,
+            middleware=middleware,
             boto_client=self._boto_client,
             s3_client=self._s3_client,
         )

@@ -11,6 +11,9 @@ import typing as t
 from .engine.model import JSONObject
 from .engine.model import new_job_id
 from .engine.unique import HolderJobId
+from .workflows import make_signature
+from .workflows import Signature
+from .workflows import TaskOfSignature
 
 if t.TYPE_CHECKING:
     from ._jobs_facade import JobsFacade
@@ -20,15 +23,10 @@ R = t.TypeVar("R")
 R_co = t.TypeVar("R_co", covariant=True)
 
 
-class TaskLike(t.Protocol[P, R_co]):
+class TaskLike(TaskOfSignature, t.Protocol[P, R_co]):
     """What the enqueue methods need of a :class:`~flask_sqs_jobs.Task`."""
 
-    name: str
     jobs: JobsFacade
-
-    def build_payload(
-        self, args: tuple[object, ...], kwargs: cabc.Mapping[str, object]
-    ) -> JSONObject: ...
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
@@ -175,6 +173,24 @@ class Sender(t.Generic[P, R]):
             _enqueued(task.jobs, job_id, message_id, message_id)
             for job_id, message_id in zip(ids, message_ids, strict=True)
         ]
+
+    def s(self, **kwargs: t.Any) -> Signature:
+        """This call as a :class:`Signature`, to send later or in a workflow.
+
+        Checked like :meth:`enqueue` (unknown and non-JSON arguments raise
+        ``TypeError``); arguments a workflow passes may be left out.
+        """
+        options = self._options
+        return make_signature(
+            self._task, options.queue, kwargs, immutable=False, options=options.sent()
+        )
+
+    def si(self, **kwargs: t.Any) -> Signature:
+        """Like :meth:`s`, immutable: a chain never passes it a previous result."""
+        options = self._options
+        return make_signature(
+            self._task, options.queue, kwargs, immutable=True, options=options.sent()
+        )
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> EnqueuedJob:
         """:meth:`enqueue` from a coroutine, in a thread; the app context goes along."""

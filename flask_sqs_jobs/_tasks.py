@@ -71,9 +71,17 @@ class Task(Sender[P, R]):
         return f"<Task {self.name!r} queue={self.queue!r}>"
 
     def build_payload(
-        self, args: tuple[object, ...], kwargs: cabc.Mapping[str, object]
+        self,
+        args: tuple[object, ...],
+        kwargs: cabc.Mapping[str, object],
+        *,
+        partial: bool = False,
     ) -> JSONObject:
-        """Check enqueue arguments against the signature and JSON; the payload."""
+        """Check enqueue arguments against the signature and JSON; the payload.
+
+        ``partial``: arguments may be missing (a signature's, which a
+        workflow completes).
+        """
         if args:
             raise TypeError(
                 f"task {self.name!r} takes keyword arguments only at enqueue (they"
@@ -81,7 +89,8 @@ class Task(Sender[P, R]):
                 f" {self.name}.enqueue(name=value, ...)"
             )
         try:
-            self.signature.bind(**kwargs)
+            bind = self.signature.bind_partial if partial else self.signature.bind
+            bind(**kwargs)
         except TypeError as exc:
             raise TypeError(f"task {self.name!r}: {exc}") from None
         payload = dict(kwargs)

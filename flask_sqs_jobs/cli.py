@@ -12,6 +12,7 @@ import click
 from flask.cli import with_appcontext
 
 from ._producing import Producing
+from .commands import batch_command
 from .commands import cancel_command
 from .commands import check_queue_names
 from .commands import ConfigurationError
@@ -133,6 +134,7 @@ jobs_command.add_command(dlq_command)
 jobs_command.add_command(store_command)
 jobs_command.add_command(schedules_command)
 jobs_command.add_command(job_command)
+jobs_command.add_command(batch_command)
 jobs_command.add_command(cancel_command)
 jobs_command.add_command(workers_command)
 jobs_command.add_command(dashboard_command)

@@ -22,8 +22,10 @@ from ._records import workers_command
 from ._schedules import schedules_command
 from ._store import store_command
 from ._worker import worker_command
+from ._workflows import batch_command
 
 __all__ = [
+    "batch_command",
     "cancel_command",
     "ConfigurationError",
     "check_queue_names",

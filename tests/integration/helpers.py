@@ -71,3 +71,51 @@ def log_time(event: cabc.Mapping[str, t.Any]) -> float:
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=dt.UTC)
     return stamp.timestamp()
+
+
+def store_app_env(
+    sqs_endpoint: str, queue_url: str, store_url: str, shared: pathlib.Path
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The ``TEST_APP_*`` settings of an app on one queue and a store (its tables
+    made), and the environment of a worker process running it."""
+    import os
+
+    from flask_sqs_jobs.store import SQLAlchemyStore
+
+    from .conftest import FAKE_AWS_ENV
+
+    store = SQLAlchemyStore(store_url)
+    store.create_tables()
+    store.close()
+    app_env = {
+        "TEST_APP_ENDPOINT": sqs_endpoint,
+        "TEST_APP_QUEUES": json.dumps({"default": {"name": queue_url.rsplit("/")[-1]}}),
+        "TEST_APP_STORE_URL": store_url,
+        "TEST_APP_DIR": str(shared),
+    }
+    inherited = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "FLASK_"))
+    }
+    env = {**inherited, **FAKE_AWS_ENV, "PYTHONUNBUFFERED": "1", **app_env}
+    return app_env, env
+
+
+def store_app(name: str, **config: object) -> t.Any:
+    """A Flask app configured from the ``TEST_APP_*`` settings, with ``config``."""
+    import os
+
+    from flask import Flask
+
+    from tests.integration.flask_test_app import configure_logging
+
+    configure_logging()
+    app = Flask(name)
+    settings = {
+        "QUEUES": os.environ["TEST_APP_QUEUES"],
+        "ENDPOINT_URL": os.environ["TEST_APP_ENDPOINT"],
+        "REGION_NAME": "us-east-1",
+        "IDLE_WAIT_SECONDS": 1,
+        "STORE_URL": os.environ["TEST_APP_STORE_URL"],
+    }
+    app.config.update({f"SQS_JOBS_{k}": v for k, v in {**settings, **config}.items()})
+    return app

@@ -110,6 +110,17 @@ class Job:
             raise RuntimeError(NO_SESSIONS)
         return self._runtime.session.get()
 
+    @property
+    def batch(self) -> t.Any:
+        """The running child's batch (``jobs.batch``): ``batch.add(signature)``
+        adds a child; None when the job is no batch's child."""
+        return None if self._runtime is None else self._runtime.batch
+
+    @property
+    def batch_id(self) -> str | None:
+        """The id of the batch the running job is a child of, or None."""
+        return getattr(self.batch, "batch_id", None)
+
     def set_progress(self, fraction: float, message: str | None = None) -> None:
         """Record how far the running job is: ``fraction`` from 0 to 1.
 

@@ -42,8 +42,10 @@ class JobRuntime:
         "_progress",
         "_release",
         "_renewal",
+        "batch",
         "key_completed",
         "key_holder",
+        "result",
         "session",
     )
 
@@ -59,6 +61,12 @@ class JobRuntime:
         #: Whether this delivery completed the job's idempotency key: its work
         #: is done, whatever becomes of the message's delete.
         self.key_completed = False
+        #: The handler's return value once it returned, for the ``consume``
+        #: middleware that records it before the message is settled.
+        self.result: object = None
+        #: The batch a running child reaches as ``current_job.batch`` (set by
+        #: the workflows' middleware), or None.
+        self.batch: t.Any = None
 
     def report_progress(self, fraction: float, message: str | None) -> None:
         """Hand a checked progress report to the sink (from the handler's thread)."""

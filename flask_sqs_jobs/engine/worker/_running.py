@@ -320,13 +320,14 @@ class JobRunner:
         return handled, handler.retry
 
     def _call(self, job: Job, delivery: Delivery, handler: JobHandler) -> HandlerResult:
-        """Call the handler through the ``consume`` middleware, as ``current_job``."""
-        returned: list[object] = [None]
+        """Call the handler through ``consume`` middleware, as ``current_job``;
+        its value is kept on the job's runtime (middleware reads it there)."""
+        runtime = job._runtime or JobRuntime(self._guard.session(), None)
 
         def start_and_call(job: Job) -> None:
             _log_started(delivery)
             self._hooks.job_started(job)
-            returned[0] = call_handler(handler.func, job.payload)
+            runtime.result = call_handler(handler.func, job.payload)
 
         token = set_current_job(job)
         try:
@@ -337,7 +338,7 @@ class JobRunner:
             return HandlerResult(Outcome.RETRY, exc)
         finally:
             reset_current_job(token)
-        return HandlerResult(Outcome.SUCCESS, None, returned[0])
+        return HandlerResult(Outcome.SUCCESS, None, runtime.result)
 
 
 def _log_started(delivery: Delivery) -> None:
