@@ -110,11 +110,14 @@ for _command in (list_command, park_command, retry_command, drop_command):
 
 def make_relay(parts: AppParts) -> OutboxRelay:
     from ..store.outbox import OutboxRelay
+    from ..store.outbox import RelayLease
 
+    store = outbox_store(parts)
     return OutboxRelay(
-        outbox_store(parts).engine,
+        store.engine,
         parts.queue_group(),
         max_attempts=parts.config.outbox_max_attempts,
+        lease=RelayLease(store.limits(), parts.config.outbox_relays),
     )
 
 

@@ -51,5 +51,6 @@ def worker_services(
             parts.store,
             parts.queue_group(),
             max_attempts=config.outbox_max_attempts,
+            relays=config.outbox_relays,
         )
     return services

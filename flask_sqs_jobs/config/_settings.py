@@ -80,6 +80,9 @@ class Config:
     #: ``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``: failed sends after which an outbox row
     #: is parked (kept with its error, no longer sent).
     outbox_max_attempts: int = 20
+    #: ``SQS_JOBS_OUTBOX_RELAYS``: how many outbox relays may be active against
+    #: one store at once across the fleet.
+    outbox_relays: int = 2
 
 
 _KEYS = {
@@ -145,6 +148,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
         outbox_max_attempts=_positive_int(
             config, "OUTBOX_MAX_ATTEMPTS", 20, unit="failed sends"
         ),
+        outbox_relays=_positive_int(config, "OUTBOX_RELAYS", 2, unit="relays"),
     )
 
 

@@ -24,6 +24,7 @@ from ._parking import park_rows
 from ._parking import retry_rows
 from ._parking import status as outbox_status
 from ._relay import OutboxRelay
+from ._relay_lease import RelayLease
 from ._service import bind_outbox_metrics
 from ._service import outbox_relay_services
 from ._write import add_many_to_outbox
@@ -35,6 +36,7 @@ __all__ = [
     "AnySession",
     "OutboxEntry",
     "OutboxRelay",
+    "RelayLease",
     "add_many_to_outbox",
     "add_to_outbox",
     "bind_outbox_metrics",

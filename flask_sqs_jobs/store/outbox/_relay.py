@@ -2,7 +2,9 @@
 
 It drains a backlog pass after pass (each pass one transaction holding its
 rows' locks), and when the outbox is idle checks it again every second, or
-at once when this process's immediate send failed.
+at once when this process's immediate send failed. With a
+:class:`~._relay_lease.RelayLease` it runs only while it holds one of the
+fleet's ``SQS_JOBS_OUTBOX_RELAYS`` slots, and stands by otherwise.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import structlog
 from . import _rows as _outbox_rows
 from ._claim import claim
 from ._immediate import relay_wakeup
+from ._relay_lease import RelayLease
+from ._relay_lease import STANDBY_SECONDS
 from ._send import describe_error
 from ._send import send_claimed
 
@@ -56,8 +60,11 @@ class OutboxRelay:
         claim_limit: int = CLAIM_LIMIT,
         idle_seconds: float = IDLE_SECONDS,
         max_attempts: int | None = None,
+        lease: RelayLease | None = None,
     ) -> None:
         self.engine = engine
+        #: The fleet's relay slot this relay needs to run, or None (always runs).
+        self.lease = lease
         self.group = group
         self.claim_limit = claim_limit
         #: Failed sends after which a row is parked (SQS_JOBS_OUTBOX_MAX_ATTEMPTS);
@@ -116,7 +123,18 @@ class OutboxRelay:
     def run(self) -> None:
         """Relay until :meth:`stop`; database errors are logged and retried."""
         log.info("outbox_relay_started", store=self.engine.url.render_as_string())
+        try:
+            self._relay_until_stopped()
+        finally:
+            if self.lease is not None:
+                self.lease.release()
+        log.info("outbox_relay_stopped")
+
+    def _relay_until_stopped(self) -> None:
         while not self._stop.is_set():
+            if self.lease is not None and not self.lease.active():
+                self._stop.wait(STANDBY_SECONDS)
+                continue
             try:
                 handled = self.run_pass()
             except Exception as exc:
@@ -130,7 +148,6 @@ class OutboxRelay:
             if handled:
                 continue
             self._wait_idle()
-        log.info("outbox_relay_stopped")
 
     def _wait_idle(self) -> None:
         """Wait a second, or less when this process's immediate send failed."""

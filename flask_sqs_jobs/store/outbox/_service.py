@@ -23,21 +23,31 @@ _METRICS_CACHE_SECONDS = 1.0
 
 
 def outbox_relay_services(
-    store: JobStore | None, group: QueueGroup, *, max_attempts: int | None = None
+    store: JobStore | None,
+    group: QueueGroup,
+    *,
+    max_attempts: int | None = None,
+    relays: int | None = None,
 ) -> list[WorkerService]:
     """The outbox relay, with a SQLAlchemy store.
 
     :param max_attempts: ``SQS_JOBS_OUTBOX_MAX_ATTEMPTS``.
+    :param relays: ``SQS_JOBS_OUTBOX_RELAYS``: how many relays of the fleet
+        may be active at once (None: every relay runs).
     """
     sql_store = _sql_store(store)
     if sql_store is None:
         return []
     from ._relay import OutboxRelay
+    from ._relay_lease import RelayLease
 
     # A worker process forked by the supervisor must not share its parent's
     # pooled connections (SQLAlchemy's advice for forks).
     sql_store.engine.dispose(close=False)
-    return [OutboxRelay(sql_store.engine, group, max_attempts=max_attempts)]
+    lease = None if relays is None else RelayLease(sql_store.limits(), relays)
+    return [
+        OutboxRelay(sql_store.engine, group, max_attempts=max_attempts, lease=lease)
+    ]
 
 
 def bind_outbox_metrics(metrics: PrometheusMetrics, store: JobStore | None) -> None:
