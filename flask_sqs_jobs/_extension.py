@@ -157,6 +157,11 @@ class SQSJobs(Registering, Producing, TaskRegistry, Workflows):
 
         app.after_request(request_id_header)
 
+        def flush_send_buffer(error: BaseException | None) -> None:
+            self._parts[app].flush_send_buffer()
+
+        app.teardown_request(flush_send_buffer)
+
         from .cli import jobs_command
         from .cli import worker_command
 

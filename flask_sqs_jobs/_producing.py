@@ -61,6 +61,7 @@ class Producing:
         debounce: float | None = None,
         tenant: str | None = None,
         tags: cabc.Sequence[str] | None = None,
+        buffered: bool | None = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -82,6 +83,10 @@ class Producing:
         :param tags: at most 10 strings of at most 64 characters, kept in
             the job's record and searchable (``jobs.find_jobs(tag=...)``, the
             dashboard's jobs page).
+        :param buffered: gather the send with others into SendMessageBatch
+            within ``SQS_JOBS_SEND_BUFFER_MS`` (10 ms when that is 0), and
+            return the job id; by default, whether that setting is above 0.
+            Sent at the latest at the end of the request and at exit.
         :raises DuplicateJobError: ``on_duplicate="raise"`` and the key is held.
         """
         state = self.parts()
@@ -123,6 +128,7 @@ class Producing:
         options["correlation_fields"] = _with_request_id(
             correlation_fields, state.config.request_id_header
         )
+        options["buffered"] = sends_buffered(state.config, buffered)
         return self.queue_group().enqueue(queue, job_type, payload, **options)
 
     def enqueue_many(
@@ -160,6 +166,11 @@ class Producing:
         return await asyncio.to_thread(
             self.enqueue_many, queue, list(jobs), session=session
         )
+
+
+def sends_buffered(config: Config, buffered: bool | None) -> bool:
+    """Whether a single enqueue goes through the send buffer."""
+    return config.send_buffer_ms > 0 if buffered is None else bool(buffered)
 
 
 def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | None:

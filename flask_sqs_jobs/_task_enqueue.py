@@ -6,8 +6,10 @@ import asyncio
 import collections.abc as cabc
 import dataclasses
 import datetime
+import functools
 import typing as t
 
+from ._producing import sends_buffered
 from .engine.model import JSONObject
 from .engine.model import new_job_id
 from .engine.unique import HolderJobId
@@ -36,7 +38,8 @@ class EnqueuedJob:
     """A job a :class:`Task` enqueued.
 
     ``message_id`` is the SQS MessageId, or None when the job went into the
-    outbox (``session=``) and is not sent yet. A unique job whose key
+    outbox (``session=``) and is not sent yet; a buffered send's is filled
+    in once the send buffer sent it. A unique job whose key
     another job held comes back as that job (``duplicate`` True,
     ``message_id`` None): nothing was sent.
     """
@@ -88,6 +91,7 @@ class EnqueueOptions:
     debounce: float | None = None
     tenant: str | None = None
     tags: tuple[str, ...] | None = None
+    buffered: bool | None = None
 
     def sent(self) -> dict[str, t.Any]:
         """The options for ``jobs.enqueue``, the queue and the session aside."""
@@ -123,7 +127,15 @@ class Sender(t.Generic[P, R]):
             )
             return _enqueued(task.jobs, str(returned or job_id), None, returned)
         message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
-        return _enqueued(task.jobs, job_id, message_id, message_id)
+        if isinstance(message_id, HolderJobId) or not sends_buffered(
+            task.jobs.config(), options.buffered
+        ):
+            return _enqueued(task.jobs, job_id, message_id, message_id)
+        enqueued = EnqueuedJob(job_id, None, task.jobs)
+        buffer = task.jobs.queue_group().send_buffer
+        if buffer is not None:  # None in eager mode: the job ran already
+            buffer.when_sent(job_id, functools.partial(_fill, enqueued))
+        return enqueued
 
     def enqueue_many(
         self, calls: cabc.Iterable[cabc.Mapping[str, t.Any]]
@@ -155,7 +167,7 @@ class Sender(t.Generic[P, R]):
                     "job_type": task.name,
                     "payload": payload,
                     "job_id": new_job_id(),
-                    **options.sent(),
+                    **_batch_options(options),
                 }
             )
         ids = [spec["job_id"] for spec in specs]
@@ -226,6 +238,7 @@ class Sender(t.Generic[P, R]):
         debounce: float | None = None,
         tenant: str | None = None,
         tags: cabc.Sequence[str] | None = None,
+        buffered: bool | None = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
 
@@ -256,9 +269,21 @@ class Sender(t.Generic[P, R]):
             "debounce": debounce,
             "tenant": tenant,
             "tags": None if tags is None else tuple(tags),
+            "buffered": buffered,
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))
+
+
+def _batch_options(options: EnqueueOptions) -> dict[str, t.Any]:
+    """The options of each job of a batch: a batch is one request already."""
+    sent = options.sent()
+    sent.pop("buffered", None)
+    return sent
+
+
+def _fill(enqueued: EnqueuedJob, message_id: str) -> None:
+    object.__setattr__(enqueued, "message_id", message_id)
 
 
 def _enqueued(

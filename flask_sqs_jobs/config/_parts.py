@@ -21,8 +21,10 @@ from ..engine import QueueGroup
 from ..engine.model import Hooks
 from ..engine.model import JobHandler
 from ..engine.model import JobMiddleware
+from ..engine.producing import DEFAULT_WINDOW_SECONDS
 from ..engine.producing import eager_queues
 from ..engine.producing import EagerSink
+from ..engine.producing import SendBuffer
 from ..engine.sqs import priority_levels
 from ..engine.sqs import S3Client
 from ..engine.worker import Heartbeat
@@ -91,6 +93,12 @@ class AppParts:
                     self._group = self._build_group(client)
         return self._group
 
+    def flush_send_buffer(self) -> None:
+        """Send what the group's send buffer holds (the end of a request)."""
+        group = self._group
+        if group is not None and group.send_buffer is not None:
+            group.send_buffer.flush()
+
     def _build_group(self, client: SQSClient | None) -> QueueGroup:
         config = self.config
         if client is None:
@@ -115,6 +123,8 @@ class AppParts:
             resolve=False,
             large_payloads=make_large_payloads(config, self.s3_client),
         )
+        window = config.send_buffer_ms / 1000 or DEFAULT_WINDOW_SECONDS
+        group.send_buffer = SendBuffer(group, window)
         return give_unique_keys(group, self.store)
 
     def require_store(self) -> JobStore:

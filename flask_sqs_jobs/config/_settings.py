@@ -83,6 +83,9 @@ class Config:
     #: ``SQS_JOBS_OUTBOX_RELAYS``: how many outbox relays may be active against
     #: one store at once across the fleet.
     outbox_relays: int = 2
+    #: ``SQS_JOBS_SEND_BUFFER_MS``: gather single enqueues for up to this many
+    #: milliseconds into SendMessageBatch (0: off).
+    send_buffer_ms: int = 0
 
 
 _KEYS = {
@@ -149,6 +152,7 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
             config, "OUTBOX_MAX_ATTEMPTS", 20, unit="failed sends"
         ),
         outbox_relays=_positive_int(config, "OUTBOX_RELAYS", 2, unit="relays"),
+        send_buffer_ms=_buffer_ms(config.get(f"{PREFIX}SEND_BUFFER_MS", 0)),
     )
 
 
@@ -157,6 +161,15 @@ def _scheduler(value: object) -> str:
         raise ValueError(
             f'{PREFIX}SCHEDULER must be "embedded" (every flask sqs-worker runs the'
             f' periodic jobs) or "eventbridge" (EventBridge Scheduler); got {value!r}'
+        )
+    return value
+
+
+def _buffer_ms(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1000:
+        raise ValueError(
+            f"{PREFIX}SEND_BUFFER_MS must be an int of milliseconds from 0 (off) to"
+            f" 1000 (e.g. 10); got {value!r}"
         )
     return value
 

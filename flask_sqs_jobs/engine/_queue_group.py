@@ -110,8 +110,10 @@ class QueueGroup(NamedQueues):
         on_duplicate: str | None = None,
         tenant: str | None = None,
         tags: cabc.Sequence[str] | None = None,
+        buffered: bool = False,
     ) -> str:
-        """Send a job and return its SQS MessageId.
+        """Send a job and return its SQS MessageId (its job id when
+        ``buffered``: the group's send buffer sends it within its window).
 
         Everything is validated before anything is sent. ``delay_seconds``
         above 900 (or ``run_at``, an aware datetime, further than 15 minutes
@@ -162,6 +164,7 @@ class QueueGroup(NamedQueues):
                 "on_duplicate": on_duplicate,
                 "tenant": tenant,
                 "tags": tags,
+                "buffered": buffered,
             },
         )
 

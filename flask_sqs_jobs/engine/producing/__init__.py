@@ -38,6 +38,8 @@ from ._prepare import prepare_job
 from ._prepare import prepare_jobs
 from ._prepare import PreparedJob
 from ._prepare import read_job_specs
+from ._send_buffer import DEFAULT_WINDOW_SECONDS
+from ._send_buffer import SendBuffer
 from ._sinks import BatchSink
 from ._sinks import EntryResult
 from ._sinks import Sink
@@ -47,12 +49,14 @@ from ._staging import stored_message
 
 __all__ = [
     "BatchSink",
+    "DEFAULT_WINDOW_SECONDS",
     "EagerQueue",
     "EagerSink",
     "EntryResult",
     "JobSpec",
     "PreparedJob",
     "SendOptions",
+    "SendBuffer",
     "Sink",
     "SqsBatchSink",
     "SqsSink",

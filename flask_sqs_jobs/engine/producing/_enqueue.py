@@ -38,10 +38,22 @@ def enqueue(
     payload: object,
     options: cabc.Mapping[str, t.Any],
 ) -> str:
-    """See :meth:`QueueGroup.enqueue`; ``options`` are its keyword arguments."""
+    """See :meth:`QueueGroup.enqueue`; ``options`` are its keyword arguments
+    (``buffered``: hand the job to the group's send buffer, and return its
+    job id)."""
+    options = dict(options)
+    buffered = bool(options.pop("buffered", False))
     queue_name, queue, options = target_queue(group, queue_name, options)
     prepared = prepare_job(queue, queue_name, job_type, payload, options)
-    return produce(group, [prepared], single_sink(queue))[0]
+    sink = single_sink(queue)
+    if buffered and sink is _SEND_MESSAGE:
+        if group.send_buffer is None:
+            raise RuntimeError(
+                "buffered=True needs the group's send buffer: set"
+                " SQS_JOBS_SEND_BUFFER_MS, or use SQSJobs (it makes one)"
+            )
+        sink = group.send_buffer
+    return produce(group, [prepared], sink)[0]
 
 
 def enqueue_many(

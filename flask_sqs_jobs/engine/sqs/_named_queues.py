@@ -74,6 +74,8 @@ class NamedQueues:
         #: Logical queue -> its number of priority levels (each level is a
         #: queue of the group, ``<name>-p<level>``); set by ``QueueGroup.build``.
         self.priority_levels: dict[str, int] = {}
+        #: Where buffered single enqueues go (``producing.SendBuffer``), or None.
+        self.send_buffer: t.Any = None
 
     @classmethod
     def _of(

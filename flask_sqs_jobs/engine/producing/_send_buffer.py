@@ -1,0 +1,150 @@
+"""Buffered single enqueues: gathered for a few milliseconds into SendMessageBatch.
+
+``SQS_JOBS_SEND_BUFFER_MS`` (or ``enqueue(..., buffered=True)``): a single
+enqueue hands its staged message to the group's :class:`SendBuffer` and
+returns its job id at once. The buffer sends what it holds, per queue, in
+SendMessageBatch requests of up to ten entries: when a queue has ten
+waiting, when the oldest message has waited the window, at the end of each
+Flask request and at the process's exit. A message still in the buffer
+when the process is killed is lost: for work that must not be, use the
+outbox (``session=``).
+
+A refused entry is logged (``job_enqueue_failed``, with SQS's code and
+message) and reported to the group's error callback; the caller that
+enqueued it has returned by then.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import collections.abc as cabc
+import threading
+import typing as t
+import weakref
+
+import structlog
+
+from ._batch_sink import SqsBatchSink
+from ._pipeline import deliver
+from ._sinks import Sink
+
+if t.TYPE_CHECKING:
+    from ..sqs import NamedQueues
+    from ._staging import StagedMessage
+
+log = structlog.get_logger(__name__)
+
+#: The window ``buffered=True`` uses when ``SQS_JOBS_SEND_BUFFER_MS`` is 0.
+DEFAULT_WINDOW_SECONDS = 0.01
+#: Entries of one SendMessageBatch request.
+_FULL = 10
+#: How many sent jobs' MessageIds are kept for a late :meth:`SendBuffer.when_sent`.
+_REMEMBERED = 10_000
+
+
+class SendBuffer(Sink):
+    """A group's buffered single enqueues; shared by every thread.
+
+    :param window_seconds: how long the oldest message may wait.
+    :param on_error: called with ``(job_id, code, message)`` for each entry
+        SQS refused (after it was logged).
+    """
+
+    enqueues = False
+
+    def __init__(
+        self,
+        group: NamedQueues,
+        window_seconds: float,
+        on_error: cabc.Callable[[str, str, str], None] | None = None,
+    ) -> None:
+        self._group = group
+        self.window_seconds = window_seconds
+        self._on_error = on_error
+        self._cond = threading.Condition()
+        self._pending: list[StagedMessage] = []
+        self._callbacks: dict[str, list[cabc.Callable[[str], None]]] = {}
+        self._timer: threading.Thread | None = None
+        #: The MessageIds of the last jobs sent, for a late :meth:`when_sent`.
+        self._sent: collections.OrderedDict[str, str] = collections.OrderedDict()
+        flush = weakref.WeakMethod(self.flush)
+        atexit.register(lambda: (method := flush()) is not None and method())
+
+    def send(self, message: StagedMessage) -> str:
+        """Hold ``message``; return its job id (its MessageId comes at flush)."""
+        with self._cond:
+            self._pending.append(message)
+            full = sum(m.queue is message.queue for m in self._pending) >= _FULL
+            if self._timer is None:
+                self._timer = threading.Thread(
+                    target=self._wait_and_flush,
+                    name="sqs-jobs-send-buffer",
+                    daemon=True,
+                )
+                self._timer.start()
+        if full:
+            self.flush()
+        return t.cast(str, message.job.job_id)
+
+    def when_sent(self, job_id: str, callback: cabc.Callable[[str], None]) -> None:
+        """Call ``callback`` with the job's MessageId once it is sent (at once
+        if it already was; never if it was refused)."""
+        with self._cond:
+            if any(m.job.job_id == job_id for m in self._pending):
+                self._callbacks.setdefault(job_id, []).append(callback)
+                return
+            sent = self._sent.get(job_id)
+        if sent is not None:
+            callback(sent)
+
+    def pending(self) -> int:
+        """How many messages wait to be sent."""
+        with self._cond:
+            return len(self._pending)
+
+    def flush(self) -> None:
+        """Send everything held now, per queue, in batches of ten; in this thread."""
+        with self._cond:
+            held, self._pending = self._pending, []
+            callbacks, self._callbacks = self._callbacks, {}
+        by_queue: dict[int, list[StagedMessage]] = {}
+        for message in held:
+            by_queue.setdefault(id(message.queue), []).append(message)
+        for messages in by_queue.values():
+            results = deliver(self._group, messages, SqsBatchSink(messages[0].queue))
+            for message, result in zip(messages, results, strict=True):
+                job_id = t.cast(str, message.job.job_id)
+                if isinstance(result, str):
+                    self._remember(job_id, result)
+                    for callback in callbacks.get(job_id, []):
+                        callback(result)
+                    continue
+                code, text = result or ("NotSent", "the buffer did not send it")
+                log.error(
+                    "job_enqueue_failed",
+                    job_id=job_id,
+                    job_type=message.job.job_type,
+                    queue=message.job.queue,
+                    error_code=code,
+                    error=text,
+                    via="send_buffer",
+                )
+                if self._on_error is not None:
+                    self._on_error(job_id, code, text)
+
+    def _remember(self, job_id: str, message_id: str) -> None:
+        with self._cond:
+            self._sent[job_id] = message_id
+            while len(self._sent) > _REMEMBERED:
+                self._sent.popitem(last=False)
+
+    def _wait_and_flush(self) -> None:
+        """The timer: flush a window after the first message, until none waits."""
+        while True:
+            with self._cond:
+                self._cond.wait(self.window_seconds)
+                if not self._pending:
+                    self._timer = None
+                    return
+            self.flush()
