@@ -128,7 +128,7 @@ class Producing:
         options["correlation_fields"] = _with_request_id(
             correlation_fields, state.config.request_id_header
         )
-        options["buffered"] = sends_buffered(state.config, buffered)
+        options["buffered"] = state.config.buffers(buffered)
         return self.queue_group().enqueue(queue, job_type, payload, **options)
 
     def enqueue_many(
@@ -166,11 +166,6 @@ class Producing:
         return await asyncio.to_thread(
             self.enqueue_many, queue, list(jobs), session=session
         )
-
-
-def sends_buffered(config: Config, buffered: bool | None) -> bool:
-    """Whether a single enqueue goes through the send buffer."""
-    return config.send_buffer_ms > 0 if buffered is None else bool(buffered)
 
 
 def _with_request_id(fields: JSONObject | None, header: str) -> JSONObject | None:

@@ -9,7 +9,6 @@ import datetime
 import functools
 import typing as t
 
-from ._producing import sends_buffered
 from .engine.model import JSONObject
 from .engine.model import new_job_id
 from .engine.unique import HolderJobId
@@ -127,9 +126,8 @@ class Sender(t.Generic[P, R]):
             )
             return _enqueued(task.jobs, str(returned or job_id), None, returned)
         message_id = task.jobs.enqueue(options.queue, task.name, payload, **sent)
-        if isinstance(message_id, HolderJobId) or not sends_buffered(
-            task.jobs.config(), options.buffered
-        ):
+        buffered = task.jobs.config().buffers(options.buffered)
+        if isinstance(message_id, HolderJobId) or not buffered:
             return _enqueued(task.jobs, job_id, message_id, message_id)
         enqueued = EnqueuedJob(job_id, None, task.jobs)
         buffer = task.jobs.queue_group().send_buffer

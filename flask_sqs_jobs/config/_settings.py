@@ -87,6 +87,11 @@ class Config:
     #: milliseconds into SendMessageBatch (0: off).
     send_buffer_ms: int = 0
 
+    def buffers(self, buffered: bool | None) -> bool:
+        """Whether a single enqueue goes through the send buffer: ``buffered``,
+        or by default whether ``SQS_JOBS_SEND_BUFFER_MS`` is above 0."""
+        return self.send_buffer_ms > 0 if buffered is None else bool(buffered)
+
 
 _KEYS = {
     f"{PREFIX}{field.name.upper()}": field
