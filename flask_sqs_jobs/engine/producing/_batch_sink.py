@@ -30,7 +30,9 @@ class SqsBatchSink(BatchSink):
     most ten entries and at most the queue's MaximumMessageSize each, one
     after the other, in order. SQS's partial failures come back entry by
     entry; a request that fails as a whole fails each of its entries with
-    the error's code. The S3 objects of refused entries are deleted again.
+    the error's code. The S3 objects of entries SQS refused are deleted
+    again; those of a request that failed as a whole are kept (SQS may have
+    applied it, its answer lost).
 
     Stateless beyond its queue and safe to call from several threads at
     once (the outbox relay sends a standard queue's chunks in parallel).
@@ -44,12 +46,15 @@ class SqsBatchSink(BatchSink):
         queue = self.queue
         staged, keys, refused = offload_entries(queue, [m.params for m in messages])
         results: list[EntryResult] = []
+        #: Entries of requests that raised: SQS may have applied them (an
+        #: answer lost on the way back), so their objects are kept.
+        maybe_sent: set[int] = set()
         limit = queue.max_message_size
         request: list[dict[str, t.Any]] = []
         request_size = 0
         for index, params in enumerate(staged):
             if index in refused:
-                results.extend(self._request(request) if request else [])
+                results.extend(self._send(request, maybe_sent) if request else [])
                 request, request_size = [], 0
                 results.append(refused[index])
                 continue
@@ -59,21 +64,29 @@ class SqsBatchSink(BatchSink):
             if request and (
                 len(request) == MAX_BATCH_ENTRIES or request_size + size > limit
             ):
-                results.extend(self._request(request))
+                results.extend(self._send(request, maybe_sent))
                 request, request_size = [], 0
             request.append({"Id": str(index), **params})
             request_size += size
         if request:
-            results.extend(self._request(request))
-        discard_unsent(queue, keys, t.cast(list[str | tuple[str, str]], results))
+            results.extend(self._send(request, maybe_sent))
+        answered = [
+            "kept" if index in maybe_sent else result
+            for index, result in enumerate(results)
+        ]
+        discard_unsent(queue, keys, t.cast(list[str | tuple[str, str]], answered))
         return results
 
-    def _request(self, entries: list[dict[str, t.Any]]) -> list[EntryResult]:
-        """One SendMessageBatch request; an error fails each of its entries."""
+    def _send(
+        self, entries: list[dict[str, t.Any]], maybe_sent: set[int]
+    ) -> list[EntryResult]:
+        """One SendMessageBatch request; an error fails each of its entries
+        (noted in ``maybe_sent``: the request may have been applied)."""
         try:
             return list(self.queue.send_batch(entries))
         except Exception as exc:
             log.warning(
                 "enqueue_batch_failed", sqs_queue=self.queue.name, error=str(exc)
             )
+            maybe_sent.update(int(entry["Id"]) for entry in entries)
             return [(aws_error_code(exc), str(exc))] * len(entries)
