@@ -24,6 +24,13 @@ WAIT = 10.0
 Payload: t.TypeAlias = dict[str, t.Any]
 
 
+#: Codes the spy answers with HTTP 5xx (SQS may have applied the request);
+#: any other code is a 4xx, a refusal.
+SERVER_ERROR_CODES = frozenset(
+    {"InternalError", "InternalFailure", "ServiceUnavailable"}
+)
+
+
 class SpyClient:
     """Stands in for a boto3 SQS client: records calls, can make some fail.
 
@@ -61,9 +68,12 @@ class SpyClient:
             try:
                 code = self.failing.get(name)
                 if code is not None:
-                    raise ClientError(
-                        {"Error": {"Code": code, "Message": f"{name} refused"}}, name
-                    )
+                    status = 500 if code in SERVER_ERROR_CODES else 400
+                    answer: t.Any = {
+                        "Error": {"Code": code, "Message": f"{name} refused"},
+                        "ResponseMetadata": {"HTTPStatusCode": status},
+                    }
+                    raise ClientError(answer, name)
                 result = method(**kwargs)
                 return result
             finally:

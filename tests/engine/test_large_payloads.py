@@ -9,6 +9,7 @@ import typing as t
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from botocore.exceptions import EndpointConnectionError
 from flask_sqs_jobs import current_job
 from flask_sqs_jobs import EnqueueBatchError
 from flask_sqs_jobs import JobWorker
@@ -17,6 +18,7 @@ from flask_sqs_jobs import QueueGroup
 from flask_sqs_jobs import SqsQueue
 from flask_sqs_jobs.engine import LargePayloads
 from flask_sqs_jobs.engine import PayloadNotFound
+from flask_sqs_jobs.engine.sqs import OFFLOADED_SEND_ATTEMPTS
 
 from tests.engine.helpers import events
 from tests.engine.helpers import only_event
@@ -144,29 +146,62 @@ def test_enqueue_many_offloads_per_entry(
     assert keys(s3) == []
 
 
-def test_a_failed_send_deletes_the_object_again(
-    sqs: SQSClient, queue_url: str, s3: t.Any
+@pytest.mark.parametrize("method", ["send_message", "send_message_batch"])
+def test_a_refused_send_deletes_the_object_again(
+    sqs: SQSClient, queue_url: str, s3: t.Any, method: str
 ) -> None:
     spy = SpyClient(sqs)
-    spy.failing["send_message"] = "InternalError"
+    spy.failing[method] = "InvalidParameterValue"
     group = group_of(spy.client, queue_url, s3)
-    with pytest.raises(ClientError):
-        group.enqueue("jobs", "big", BIG)
+    if method == "send_message":
+        with pytest.raises(ClientError):
+            group.enqueue("jobs", "big", BIG)
+    else:
+        with pytest.raises(EnqueueBatchError):
+            group.enqueue_many("jobs", [("big", BIG), ("small", {})])
     assert keys(s3) == []
 
 
-def test_a_batch_request_that_fails_keeps_its_objects(
+@pytest.mark.parametrize("method", ["send_message", "send_message_batch"])
+def test_a_send_that_may_have_been_applied_keeps_its_object(
+    sqs: SQSClient, queue_url: str, s3: t.Any, method: str
+) -> None:
+    # A 5xx or a lost answer may hide a request SQS applied: a message of
+    # it may be on the queue, so its object stays. Each resend has its own.
+    spy = SpyClient(sqs)
+    spy.failing[method] = "InternalError"
+    group = group_of(spy.client, queue_url, s3)
+    if method == "send_message":
+        with pytest.raises(ClientError):
+            group.enqueue("jobs", "big", BIG)
+    else:
+        with pytest.raises(EnqueueBatchError) as caught:
+            group.enqueue_many("jobs", [("big", BIG), ("small", {})])
+        assert len(caught.value.failed) == 2
+    assert len(keys(s3)) == OFFLOADED_SEND_ATTEMPTS == 3
+
+
+def test_a_lost_answer_is_resent_with_an_object_of_its_own(
     sqs: SQSClient, queue_url: str, s3: t.Any
 ) -> None:
-    # A request that raised may have been applied (its answer lost on the
-    # way back): a message of it may be on the queue, so its object stays.
     spy = SpyClient(sqs)
-    spy.failing["send_message_batch"] = "InternalError"
+    lost: list[str] = []
+
+    def lose_the_first_answer(kwargs: dict[str, t.Any], result: t.Any) -> None:
+        if not lost:
+            lost.append(kwargs["MessageBody"])
+            raise EndpointConnectionError(endpoint_url=queue_url)
+
+    spy.after["send_message"] = lose_the_first_answer
     group = group_of(spy.client, queue_url, s3)
-    with pytest.raises(EnqueueBatchError) as caught:
-        group.enqueue_many("jobs", [("big", BIG), ("small", {})])
-    assert len(caught.value.failed) == 2
-    assert len(keys(s3)) == 1
+    group.enqueue("jobs", "big", {"n": 7, **BIG})
+    bodies = [c["MessageBody"] for name, c in spy.calls if name == "send_message"]
+    assert len(bodies) == 2
+    assert bodies[0] != bodies[1]
+    seen: list[int] = []
+    run(group, {"big": lambda p: seen.append(p["n"])}, 2)
+    assert seen == [7, 7]
+    assert keys(s3) == []
 
 
 def test_offloading_needs_room_for_its_size_attribute(

@@ -28,6 +28,8 @@ import typing as t
 import urllib.request
 import uuid
 
+import boto3
+
 from tests.integration.helpers import log_time
 from tests.integration.helpers import wait_until
 from tests.integration.processes import WorkerProcess
@@ -158,6 +160,17 @@ def sqs_server(log_path: pathlib.Path) -> cabc.Iterator[SqsServer]:
 def make_client(endpoint: str) -> SQSClient:
     """A client for the test itself (producing, inspecting), straight to the server."""
     return local_sqs_client(endpoint, attempts=5, read_timeout=60, pool=16)
+
+
+def make_s3_client(endpoint: str) -> t.Any:
+    """An S3 client of the fake account, straight to ``endpoint``."""
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=FAKE_AWS_ENV["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=FAKE_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+    )
 
 
 # -- jobs ------------------------------------------------------------------------

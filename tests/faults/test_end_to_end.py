@@ -17,7 +17,6 @@ import random
 import time
 import uuid
 
-import boto3
 import pytest
 import sqlalchemy as sa
 from flask_sqs_jobs.store import SQLAlchemyStore
@@ -31,8 +30,8 @@ from . import invariants
 from . import shop_app
 from .conftest import Report
 from .conftest import Tables
-from .harness import FAKE_AWS_ENV
 from .harness import Harness
+from .harness import make_s3_client
 from .harness import sized
 from .harness import SqsServer
 from .proxy import FaultProxy
@@ -80,13 +79,7 @@ def test_the_whole_system_keeps_its_promises(
         store.create_tables()
         shop_app.metadata.create_all(store.engine)
         bucket = f"e2e-{uuid.uuid4().hex[:8]}"
-        s3 = boto3.client(
-            "s3",
-            endpoint_url=s3_endpoint,
-            region_name="us-east-1",
-            aws_access_key_id=FAKE_AWS_ENV["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=FAKE_AWS_ENV["AWS_SECRET_ACCESS_KEY"],
-        )
+        s3 = make_s3_client(s3_endpoint)
         s3.create_bucket(Bucket=bucket)
         shop = Shop(
             sqs=sqs_proxy,

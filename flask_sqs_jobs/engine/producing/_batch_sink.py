@@ -4,14 +4,20 @@ send after commit."""
 from __future__ import annotations
 
 import typing as t
+from contextlib import nullcontext
 
 import structlog
 
 from ..model import MAX_BATCH_ENTRIES
 from ..sqs import aws_error_code
 from ..sqs import discard_unsent
+from ..sqs import may_have_been_applied
 from ..sqs import message_size
+from ..sqs import offload
 from ..sqs import offload_entries
+from ..sqs import OFFLOADED_SEND_ATTEMPTS
+from ..sqs import pause_before
+from ..sqs import single_copy
 from ..sqs import SqsQueue
 from ._sinks import BatchSink
 from ._sinks import EntryResult
@@ -31,8 +37,8 @@ class SqsBatchSink(BatchSink):
     after the other, in order. SQS's partial failures come back entry by
     entry; a request that fails as a whole fails each of its entries with
     the error's code. The S3 objects of entries SQS refused are deleted
-    again; those of a request that failed as a whole are kept (SQS may have
-    applied it, its answer lost).
+    again; those of a request that failed without SQS's answer (a timeout,
+    a reset, a 5xx) are kept, as SQS may have applied it.
 
     Stateless beyond its queue and safe to call from several threads at
     once (the outbox relay sends a standard queue's chunks in parallel).
@@ -44,17 +50,16 @@ class SqsBatchSink(BatchSink):
     def send_batch(self, messages: t.Sequence[StagedMessage]) -> list[EntryResult]:
         """Offload what must be, then send requests in order; one result per message."""
         queue = self.queue
-        staged, keys, refused = offload_entries(queue, [m.params for m in messages])
+        originals = [m.params for m in messages]
+        staged, keys, refused = offload_entries(queue, originals)
+        attempt = _Attempt(queue, originals, staged, keys)
         results: list[EntryResult] = []
-        #: Entries of requests that raised: SQS may have applied them (an
-        #: answer lost on the way back), so their objects are kept.
-        maybe_sent: set[int] = set()
         limit = queue.max_message_size
-        request: list[dict[str, t.Any]] = []
+        request: list[int] = []
         request_size = 0
         for index, params in enumerate(staged):
             if index in refused:
-                results.extend(self._send(request, maybe_sent) if request else [])
+                results.extend(attempt.send(request) if request else [])
                 request, request_size = [], 0
                 results.append(refused[index])
                 continue
@@ -64,29 +69,75 @@ class SqsBatchSink(BatchSink):
             if request and (
                 len(request) == MAX_BATCH_ENTRIES or request_size + size > limit
             ):
-                results.extend(self._send(request, maybe_sent))
+                results.extend(attempt.send(request))
                 request, request_size = [], 0
-            request.append({"Id": str(index), **params})
+            request.append(index)
             request_size += size
         if request:
-            results.extend(self._send(request, maybe_sent))
+            results.extend(attempt.send(request))
         answered = [
-            "kept" if index in maybe_sent else result
+            "kept" if index in attempt.maybe_sent else result
             for index, result in enumerate(results)
         ]
         discard_unsent(queue, keys, t.cast(list[str | tuple[str, str]], answered))
         return results
 
-    def _send(
-        self, entries: list[dict[str, t.Any]], maybe_sent: set[int]
-    ) -> list[EntryResult]:
-        """One SendMessageBatch request; an error fails each of its entries
-        (noted in ``maybe_sent``: the request may have been applied)."""
+
+class _Attempt:
+    """The requests of one ``send_batch``: what they send, and what may be on SQS."""
+
+    def __init__(
+        self,
+        queue: SqsQueue,
+        originals: list[dict[str, t.Any]],
+        staged: list[dict[str, t.Any]],
+        keys: dict[int, str],
+    ) -> None:
+        self.queue = queue
+        self.originals = originals
+        self.staged = staged
+        self.keys = keys
+        #: Entries of requests that raised without SQS's answer: SQS may
+        #: have applied them, so their objects are kept.
+        self.maybe_sent: set[int] = set()
+
+    def send(self, indices: list[int]) -> list[EntryResult]:
+        """One SendMessageBatch of ``indices``; an error fails each entry.
+
+        A request with offloaded entries that may have been applied is sent
+        again with new objects, at most ``OFFLOADED_SEND_ATTEMPTS`` times.
+        """
+        queue = self.queue
+        offloaded = any(index in self.keys for index in indices)
+        number = 1
+        while True:
+            entries = [{"Id": str(i), **self.staged[i]} for i in indices]
+            try:
+                with single_copy(queue.client) if offloaded else nullcontext():
+                    return list(queue.send_batch(entries))
+            except Exception as exc:
+                log.warning(
+                    "enqueue_batch_failed", sqs_queue=queue.name, error=str(exc)
+                )
+                applied = may_have_been_applied(exc)
+                if not (offloaded and applied and number < OFFLOADED_SEND_ATTEMPTS):
+                    if applied:
+                        self.maybe_sent.update(indices)
+                    return [(aws_error_code(exc), str(exc))] * len(indices)
+            pause_before(number)
+            number += 1
+            if not self._offload_again(indices):
+                self.maybe_sent.update(indices)
+                return [("UploadFailed", "S3 upload failed on a retry")] * len(indices)
+
+    def _offload_again(self, indices: list[int]) -> bool:
+        """New objects for the offloaded entries of ``indices``; False if one fails."""
         try:
-            return list(self.queue.send_batch(entries))
+            for index in indices:
+                if index in self.keys:
+                    self.staged[index], key = offload(self.queue, self.originals[index])
+                    self.keys[index] = t.cast(str, key)
         except Exception as exc:
-            log.warning(
-                "enqueue_batch_failed", sqs_queue=self.queue.name, error=str(exc)
-            )
-            maybe_sent.update(int(entry["Id"]) for entry in entries)
-            return [(aws_error_code(exc), str(exc))] * len(entries)
+            log.warning("large_payload_upload_failed", error=str(exc))
+            return False
+        return True

@@ -16,7 +16,11 @@ from ._errors import call_error
 from ._errors import CallError
 from ._errors import CallFailed
 from ._errors import is_lost_ownership
+from ._errors import may_have_been_applied
 from ._errors import QUEUE_DOES_NOT_EXIST_CODES
+from ._fresh_copies import ATTEMPTS as OFFLOADED_SEND_ATTEMPTS
+from ._fresh_copies import pause_before
+from ._fresh_copies import single_copy
 from ._large_payloads import LargePayloads
 from ._large_payloads import offloaded_size
 from ._large_payloads import PayloadNotFound
@@ -33,6 +37,7 @@ from ._named_queues import NamedQueues
 from ._offloading import after_delete
 from ._offloading import check_room
 from ._offloading import discard_unsent
+from ._offloading import offload
 from ._offloading import offload_entries
 from ._offloading import send
 from ._offloading import warn_prefix_only
@@ -99,12 +104,17 @@ __all__ = [
     "aws_error_code",
     "build_attributes",
     "call_error",
+    "may_have_been_applied",
+    "OFFLOADED_SEND_ATTEMPTS",
+    "pause_before",
+    "single_copy",
     "check_message_attributes",
     "check_room",
     "check_settings",
     "decode_attributes",
     "decode_body",
     "discard_unsent",
+    "offload",
     "dump_json",
     "encode_body",
     "fetch_job",

@@ -51,6 +51,20 @@ def call_error(exc: BaseException) -> tuple[str, str]:
     return aws_error_code(exc), str(exc)
 
 
+def may_have_been_applied(exc: BaseException) -> bool:
+    """Whether a request that raised ``exc`` may still have been applied by SQS.
+
+    Only an answer SQS gave (an HTTP 4xx: the request was refused as it
+    stood) says it was not; a timeout, a reset connection or a 5xx may hide
+    a request that was applied and whose answer was lost.
+    """
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return True
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return not (isinstance(status, int) and 400 <= status < 500)
+
+
 def is_lost_ownership(error: CallError) -> bool:
     """Whether a failed call means the worker no longer owns the message."""
     return error is not None and error[0] in LOST_OWNERSHIP_CODES

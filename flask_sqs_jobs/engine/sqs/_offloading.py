@@ -10,6 +10,10 @@ import structlog
 
 from ..model import MAX_MESSAGE_ATTRIBUTES
 from ._errors import aws_error_code
+from ._errors import may_have_been_applied
+from ._fresh_copies import ATTEMPTS
+from ._fresh_copies import pause_before
+from ._fresh_copies import single_copy
 from ._large_payloads import LargePayloads
 from ._large_payloads import Pointer
 from ._large_payloads import SIZE_ATTRIBUTE
@@ -96,15 +100,36 @@ def offload(
 
 
 def send(queue: SqsQueue, params: dict[str, t.Any]) -> str:
-    """SendMessage, through S3 when needed; a failed send deletes the object again."""
+    """SendMessage, through S3 when needed.
+
+    A send SQS refused deletes the object again. One that may have been
+    applied (its answer lost) keeps it, as a message may point to it, and is
+    retried with a new object (see :mod:`._fresh_copies`).
+    """
     staged, key = offload(queue, params)
     if key is None:
         return queue.send(staged)
-    try:
-        return queue.send(staged)
-    except BaseException:
-        t.cast(LargePayloads, queue.large_payloads).discard(key)
-        raise
+    attempt = 1
+    while True:
+        try:
+            with single_copy(queue.client):
+                return queue.send(staged)
+        except Exception as exc:
+            applied = may_have_been_applied(exc)
+            if not applied:
+                t.cast(LargePayloads, queue.large_payloads).discard(key)
+            if not applied or attempt >= ATTEMPTS:
+                raise
+            log.warning(
+                "large_payload_send_retried",
+                sqs_queue=queue.name,
+                attempt=attempt,
+                error=str(exc),
+            )
+        pause_before(attempt)
+        attempt += 1
+        staged, fresh = offload(queue, params)
+        key = t.cast(str, fresh)  # the same params go through S3 again
 
 
 def after_delete(queue: SqsQueue, pointer: Pointer | None) -> None:
