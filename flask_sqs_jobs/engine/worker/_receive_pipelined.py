@@ -107,8 +107,8 @@ class PipelinedReceiving:
     def worth_a_receive(self) -> bool:
         """Whether a receive should start now (lock held).
 
-        At once for a free slot with nothing held for it; otherwise only when
-        it can bring a fair batch, as the held messages keep the slots busy.
+        At once for a free slot nothing is promised to; with a prefetch, only
+        when it can bring a fair batch, as the held messages keep the slots busy.
         """
         return self.room() >= self._next_fetch_size()
 
@@ -161,15 +161,16 @@ class PipelinedReceiving:
             receiver.submit(self._fetch, name, size)
 
     def _next_fetch_size(self) -> int:
-        """The fewest messages worth another receive (lock held)."""
-        state = self._state
-        idle_slot = state.held_count == 0 and state.running < state.concurrency
-        if idle_slot and not self._fetching:
-            return 1
+        """The fewest messages worth another receive (lock held).
+
+        With a prefetch, a fair batch. Without one (slow jobs, or none timed
+        yet), one: a slot that no held message and no receive in flight is
+        promised to would otherwise stay idle while jobs wait in the queue.
+        """
         prefetch = self._prefetch()
         if prefetch:
             return min(MAX_BATCH_ENTRIES, prefetch)
-        return min(MAX_BATCH_ENTRIES, max(1, state.concurrency // 3))
+        return 1
 
     def _fetch(self, name: str, size: int) -> None:
         """One short receive, on a receive thread."""
