@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import contextlib
-import dataclasses
-import http
 import selectors
 import socket
 import threading
 import time
+
+from ._probe_wire import encode_reply
+from ._probe_wire import error_reply
+from ._probe_wire import Handler
+from ._probe_wire import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
+from ._probe_wire import read_request
+from ._probe_wire import Reply as Reply
 
 #: Open connections at most (a new one closes the oldest beyond that).
 MAX_CONNECTIONS = 32
@@ -33,8 +38,6 @@ MAX_CONNECTIONS = 32
 REQUEST_TIMEOUT = 3.0
 #: Seconds to write the whole answer.
 WRITE_TIMEOUT = 3.0
-#: Bytes of request line and headers at most.
-MAX_REQUEST_BYTES = 8192
 #: Offloaded (slow) requests being handled at once at most.
 MAX_OFFLOADED = 4
 #: Seconds to wait, after answering, for the client to close first.
@@ -48,19 +51,6 @@ _BACKLOG = 1024
 #: accepted were read: a probe is read before a burst can push it out.
 _ACCEPTS_PER_ROUND = MAX_CONNECTIONS // 4
 
-
-@dataclasses.dataclass(frozen=True)
-class Reply:
-    """An answer: status, body and content type (plus extra headers)."""
-
-    status: int
-    body: bytes
-    content_type: str = "text/plain"
-    headers: tuple[tuple[str, str], ...] = ()
-
-
-#: Answers the path (without the query) of a ``GET``.
-Handler = cabc.Callable[[str], Reply]
 
 _READING, _HANDLING, _WRITING, _LINGERING = "reading", "handling", "writing", "linger"
 _LISTENER, _WAKE = object(), object()
@@ -217,27 +207,13 @@ class ProbeServer:
             self._parse(connection)
 
     def _parse(self, connection: _Connection) -> None:
-        received = connection.received
-        end = received.find(b"\r\n\r\n")
-        if end < 0:
-            end = received.find(b"\n\n")
-        if end < 0 and len(received) <= MAX_REQUEST_BYTES:
+        request = read_request(connection.received)
+        if request is None:
             return
-        if end < 0 or end > MAX_REQUEST_BYTES:
-            self._reply(connection, _error(431, "request header fields too large"))
+        if isinstance(request, Reply):
+            self._reply(connection, request)
             return
-        parts = received[:end].split(b"\n", 1)[0].decode("latin-1").split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            self._reply(connection, _error(400, "bad request"))
-            return
-        method, target, _version = parts
-        if method not in ("GET", "HEAD"):
-            self._reply(connection, _error(405, "only GET and HEAD", allow=True))
-            return
-        if not target.startswith("/"):
-            self._reply(connection, _error(400, "bad request target"))
-            return
-        path = target.split("?", 1)[0]
+        method, path = request
         connection.head = method == "HEAD"
         if path not in self._offload:
             self._reply(connection, self._handle(path))
@@ -246,7 +222,7 @@ class ProbeServer:
             busy = self._offloaded >= MAX_OFFLOADED
             self._offloaded += not busy
         if busy:
-            self._reply(connection, _error(503, "busy, try again"))
+            self._reply(connection, error_reply(503, "busy, try again"))
             return
         connection.state = _HANDLING
         threading.Thread(
@@ -257,7 +233,7 @@ class ProbeServer:
         try:
             return self._handler(path)
         except Exception:
-            return _error(500, "internal error")
+            return error_reply(500, "internal error")
 
     def _handle_offloaded(self, connection: _Connection, path: str) -> None:
         reply = self._handle(path)
@@ -277,16 +253,7 @@ class ProbeServer:
                 self._reply(connection, reply)
 
     def _reply(self, connection: _Connection, reply: Reply) -> None:
-        phrase = http.HTTPStatus(reply.status).phrase
-        lines = [
-            f"HTTP/1.1 {reply.status} {phrase}",
-            f"Content-Type: {reply.content_type}",
-            f"Content-Length: {len(reply.body)}",
-            "Connection: close",
-            *(f"{name}: {value}" for name, value in reply.headers),
-        ]
-        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        connection.out = memoryview(data if connection.head else data + reply.body)
+        connection.out = memoryview(encode_reply(reply, head_only=connection.head))
         connection.state = _WRITING
         connection.deadline = time.monotonic() + WRITE_TIMEOUT
         try:
@@ -338,11 +305,6 @@ class ProbeServer:
         self._selector.close()
         for sock in (self._listener, self._wake_r, self._wake_w):
             sock.close()
-
-
-def _error(status: int, message: str, allow: bool = False) -> Reply:
-    headers = (("Allow", "GET, HEAD"),) if allow else ()
-    return Reply(status, f"{message}\n".encode(), "text/plain", headers)
 
 
 def _hold_silent_connections(listener: socket.socket) -> None:

@@ -8,7 +8,6 @@ settler then leaves the message alone.
 
 from __future__ import annotations
 
-import collections
 import collections.abc as cabc
 import concurrent.futures
 import threading
@@ -17,13 +16,13 @@ import time
 import structlog
 
 from ..model import JobRuntime
-from ..model import MAX_BATCH_ENTRIES
-from ..sqs import CallError
 from ..sqs import is_lost_ownership
 from ..sqs import SqsQueue
 from ._lease import Lease as Lease
 from ._lease import MAX_RUNTIME_EXCEEDED as MAX_RUNTIME_EXCEEDED
 from ._lease import VISIBILITY_WINDOW_ENDED as VISIBILITY_WINDOW_ENDED
+from ._lease_calls import extend_visibility
+from ._lease_calls import seconds_until_next
 
 log = structlog.get_logger(__name__)
 
@@ -221,7 +220,7 @@ class Heartbeat:
         renewal; a failure fails the lease, unless the job already settled it.
         """
         try:
-            results = self._extend(due)
+            results = extend_visibility(due)
         except Exception as exc:
             failed = (type(exc).__name__, str(exc))
             results = {lease: (time.monotonic(), failed) for lease in due}
@@ -280,31 +279,8 @@ class Heartbeat:
         return due
 
     def _seconds_until_next(self) -> float | None:
-        """How long the thread may sleep: until the first due extension,
-        deadline or window end (call with the condition); None: no lease."""
-        if not self._leases:
-            return None
-        now = time.monotonic()
-        wake = min(
-            min(
-                (
-                    lease.next_due - lease.interval * _BATCH_WINDOW
-                    for lease in self._leases
-                    if not lease.in_flight  # it wakes the thread when done
-                ),
-                default=float("inf"),
-            ),
-            min(
-                (
-                    lease.job_deadline
-                    for lease in self._leases
-                    if lease.job_deadline is not None
-                ),
-                default=float("inf"),
-            ),
-            min(lease.window_closes_at - 1 for lease in self._leases),
-        )
-        return None if wake == float("inf") else max(0.0, wake - now)
+        """How long the thread may sleep (call with the condition); None: no lease."""
+        return seconds_until_next(self._leases, _BATCH_WINDOW)
 
     def _fail(self, lease: Lease, failure: str, *, lost: bool) -> None:
         """Give up ``lease`` for ``failure`` and abort its job (call with the
@@ -324,28 +300,3 @@ class Heartbeat:
             reason=failure,
             ownership_lost=lost,
         )
-
-    def _extend(self, due: list[Lease]) -> dict[Lease, tuple[float, CallError]]:
-        """Send the extensions, ten per request and queue; return each one's
-        send time and error."""
-        by_queue: dict[SqsQueue, list[Lease]] = collections.defaultdict(list)
-        for lease in due:
-            by_queue[lease.queue].append(lease)
-        results: dict[Lease, tuple[float, CallError]] = {}
-        for queue, leases in by_queue.items():
-            for start in range(0, len(leases), MAX_BATCH_ENTRIES):
-                chunk = leases[start : start + MAX_BATCH_ENTRIES]
-                sent_at = time.monotonic()
-                errors = queue.change_visibility_many(
-                    [
-                        (
-                            lease.receipt_handle,
-                            # Never 0 (visible at once): _take_due left a second.
-                            max(1, lease.cap_visibility(lease.visibility_timeout)),
-                        )
-                        for lease in chunk
-                    ]
-                )
-                for lease, error in zip(chunk, errors, strict=True):
-                    results[lease] = (sent_at, error)
-        return results

@@ -12,7 +12,6 @@ import collections.abc as cabc
 import contextlib
 import functools
 import time
-import typing as t
 
 import structlog
 
@@ -33,25 +32,19 @@ from ..model import Outcome
 from ..model import overrides
 from ..model import received_job_id
 from ..model import report_error
-from ..model import RESERVED_LOG_KEYS
 from ..model import reset_current_job
 from ..model import Retry
 from ..model import runtime_limit
 from ..model import set_current_job
 from ..model import shown_job_id
-from ..model import trim_correlation_fields
 from ..model import WorkerCounts
-from ..sqs import decode_attributes
 from ..sqs import decode_body
 from ..sqs import DecodedBody
 from ..sqs import fetch_job
 from ..sqs import Pointer
-from ..sqs import scheduled_for
-from ..unique import received_unique
 from ._delivery import Delivery
 from ._delivery import due_time
 from ._delivery import expired_at
-from ._delivery import received_runtime
 from ._heartbeat import Heartbeat
 from ._idempotent_run import JobGuard
 from ._ran import DELETED_OUTCOMES
@@ -59,9 +52,10 @@ from ._ran import HandlerResult
 from ._ran import Kind
 from ._ran import Ran
 from ._ran import RETURNED
+from ._received_job import job_of
+from ._received_job import log_started
 
 log = structlog.get_logger(__name__)
-job_log = structlog.get_logger("flask_sqs_jobs.job")
 
 
 class JobRunner:
@@ -176,7 +170,7 @@ class JobRunner:
         handler = self.handlers.get(decoded.job_type)
         if handler is None:
             return Ran(delivery, Kind.UNKNOWN, scope, started, pointer=pointer)
-        job = self._job(delivery, decoded, job_id)
+        job = job_of(delivery, decoded, job_id)
         redrive = delivery.queue.redrive_policy()
         receives = None if redrive is None else redrive[1]
         job.max_attempts = max_attempts(handler.retry, receives)
@@ -207,33 +201,6 @@ class JobRunner:
             handled,
             pointer=pointer,
             retry=retry,
-        )
-
-    def _job(self, delivery: Delivery, decoded: DecodedBody, job_id: str) -> Job:
-        """The :class:`Job` a delivery holds, its correlation fields bound to
-        the log context (trimmed of reserved keys, and said so)."""
-        correlation_fields, trace_headers = decode_attributes(delivery.attributes)
-        if correlation_fields:
-            trimmed = trim_correlation_fields(correlation_fields, RESERVED_LOG_KEYS)
-            structlog.contextvars.bind_contextvars(**trimmed.fields)
-            if trimmed.changed:
-                log.warning("correlation_fields_trimmed", **trimmed.counts())
-        unique_key, unique_until = received_unique(decoded.unique)
-        return Job(
-            job_type=decoded.job_type,
-            payload=decoded.payload,
-            queue=delivery.queue_name,
-            correlation_fields=correlation_fields,
-            trace_headers=trace_headers,
-            message_id=delivery.message_id,
-            receive_count=delivery.receive_count,
-            sent_at=delivery.sent_at,
-            job_id=job_id,
-            scheduled_for=scheduled_for(delivery.attributes, decoded.scheduled_for),
-            max_runtime_seconds=received_runtime(decoded.max_runtime_seconds),
-            unique_key=unique_key,
-            unique_until=unique_until,
-            tags=decoded.tags,
         )
 
     def _enter_job_context(
@@ -325,7 +292,7 @@ class JobRunner:
         runtime = job._runtime or JobRuntime(self._guard.session(), None)
 
         def start_and_call(job: Job) -> None:
-            _log_started(delivery)
+            log_started(delivery)
             self._hooks.job_started(job)
             runtime.result = call_handler(handler.func, job.payload)
 
@@ -339,13 +306,3 @@ class JobRunner:
         finally:
             reset_current_job(token)
         return HandlerResult(Outcome.SUCCESS, None, runtime.result)
-
-
-def _log_started(delivery: Delivery) -> None:
-    """Log ``job_started``, with the FIFO group and how long the job waited."""
-    fields: dict[str, t.Any] = {}
-    if delivery.group_id is not None:
-        fields["group_id"] = delivery.group_id
-    if delivery.sent_at_ms is not None:
-        fields["queue_wait_ms"] = max(0, int(time.time() * 1000) - delivery.sent_at_ms)
-    job_log.info("job_started", **fields)
