@@ -167,7 +167,8 @@ def queues_data(dashboard: Dashboard, *, charts: bool = True) -> dict[str, t.Any
     else:
         data["throughput"] = found.as_dict()
         data["charts"] = {
-            name: chart(found.succeeded[name], found.failed[name]) for name in names
+            name: chart(found.succeeded[name], found.failed[name], found.start)
+            for name in names
         }
     return data
 

@@ -205,6 +205,16 @@ def test_queues_page_charts_the_last_hour(
     assert (sum(succeeded["other"]), sum(failed["other"])) == (0, 1)
     assert "3 finished, 1 failed" in page
     assert '<rect class="failed"' in page
+    # A chart a person can read: its axes say what they count, a legend
+    # names the colours, and each minute says its values on hover.
+    assert "minutes ago (UTC); jobs per minute" in page
+    assert ">-60 min</text>" in page
+    assert ">now</text>" in page
+    assert 'class="swatch failed"></span>failed' in page
+    index = minute("j-bad")
+    at = start + dt.timedelta(minutes=index)
+    ok, bad = succeeded["default"][index], failed["default"][index]
+    assert f"<title>{at:%H:%M} UTC: {ok} succeeded, {bad} failed</title>" in page
 
 
 def test_the_live_refresh_reads_counts_without_charts(
