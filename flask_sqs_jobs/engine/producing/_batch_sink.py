@@ -126,12 +126,14 @@ class _Attempt:
                     return [(aws_error_code(exc), str(exc))] * len(indices)
             pause_before(number)
             number += 1
-            if not self._offload_again(indices):
+            failed = self._offload_again(indices)
+            if failed is not None:
                 self.maybe_sent.update(indices)
-                return [("UploadFailed", "S3 upload failed on a retry")] * len(indices)
+                return [failed] * len(indices)
 
-    def _offload_again(self, indices: list[int]) -> bool:
-        """New objects for the offloaded entries of ``indices``; False if one fails."""
+    def _offload_again(self, indices: list[int]) -> tuple[str, str] | None:
+        """New objects for the offloaded entries of ``indices``; the error of an
+        upload that failed (the request is then not sent again), else None."""
         try:
             for index in indices:
                 if index in self.keys:
@@ -139,5 +141,5 @@ class _Attempt:
                     self.keys[index] = t.cast(str, key)
         except Exception as exc:
             log.warning("large_payload_upload_failed", error=str(exc))
-            return False
-        return True
+            return aws_error_code(exc), f"S3 upload failed: {exc}"
+        return None
