@@ -115,18 +115,21 @@ def park_command(row_ids: tuple[int, ...]) -> None:
 @with_appcontext
 def retry_command(row_ids: tuple[int, ...], all_parked: bool) -> None:
     """Send rows again now, their attempts reset: by id, or every parked row."""
-    from ..store.outbox import find_rows
+    from ..store.outbox import being_sent
     from ..store.outbox import retry_rows
 
     if all_parked == bool(row_ids):
         raise click.UsageError("give row ids or --all-parked (one of the two)")
     with outbox_store(current_parts()).engine.begin() as connection:
         if all_parked:
-            click.echo(f"retrying {retry_rows(connection, all_parked=True)} row(s)")
+            retried = retry_rows(connection, all_parked=True)
+            click.echo(f"retrying {len(retried)} row(s)")
             return
-        found = sorted(find_rows(connection, row_ids))
-        retry_rows(connection, found)
-    _report("retrying", found, list(row_ids))
+        retried = retry_rows(connection, row_ids)
+        busy = being_sent(connection, row_ids)
+    if busy:
+        click.echo(f"being sent now, left alone: {_ids(busy)}")
+    _report("retrying", retried, list(row_ids), busy)
 
 
 @click.command("drop")
@@ -160,11 +163,17 @@ def _required(row_ids: tuple[int, ...], verb: str) -> list[int]:
     return list(row_ids)
 
 
-def _report(verb: str | None, found: list[int], asked: list[int]) -> None:
-    """Say what was done; the ids not found make the command fail (exit 1)."""
+def _report(
+    verb: str | None,
+    found: list[int],
+    asked: list[int],
+    left: t.Collection[int] = (),
+) -> None:
+    """Say what was done; the ids neither found nor ``left`` alone make the
+    command fail (exit 1)."""
     if verb is not None and found:
         click.echo(f"{verb} {len(found)} row(s): {_ids(found)}")
-    missing = sorted(set(asked) - set(found))
+    missing = sorted(set(asked) - set(found) - set(left))
     if missing:
         raise click.ClickException(
             f"no outbox row {_ids(missing)}: sent, dropped, or never written"

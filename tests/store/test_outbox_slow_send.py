@@ -116,3 +116,42 @@ def test_relay_once_leaves_a_row_alone_while_its_send_after_commit_runs(
     assert flush_all()
     assert slow.messages() == 1
     assert len(slow.calls) == 1
+
+
+def test_retrying_a_row_while_its_send_after_commit_runs_sends_it_once(
+    slow: SlowSend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An operator retries the row while its send after commit travels: the
+    # row must stay the sender's, or the relay would send it a second time.
+    monkeypatch.setattr(_outbox_rows, "GRACE_SECONDS", 0.0)
+    slow.commit_one()
+    with slow.store.engine.connect() as connection:
+        query = sa.text("SELECT id FROM sqs_jobs_outbox")
+        (row_id,) = connection.execute(query).scalars()
+    runner = slow.app.test_cli_runner()
+    if slow.store.engine.dialect.name == "sqlite":
+        retried = runner.invoke(args=["sqs-jobs", "outbox", "retry", str(row_id)])
+        assert retried.exit_code == 0, retried.output
+        assert f"being sent now, left alone: {row_id}" in retried.output
+        relay = OutboxRelay(slow.store.engine, slow.jobs.queue_group())
+        assert relay.run_pass() == 0
+        slow.release.set()
+    else:
+        # PostgreSQL: the send holds the row's lock, so the retry waits for it
+        # and then finds the row sent.
+        results: list[t.Any] = []
+        retrying = threading.Thread(
+            target=lambda: results.append(
+                runner.invoke(args=["sqs-jobs", "outbox", "retry", str(row_id)])
+            )
+        )
+        retrying.start()
+        slow.release.set()
+        retrying.join(30)
+        (result,) = results
+        assert result.exit_code == 1, result.output
+        assert f"no outbox row {row_id}" in result.output
+    assert flush_all()
+    assert OutboxRelay(slow.store.engine, slow.jobs.queue_group()).drain() == 0
+    assert slow.messages() == 1
+    assert len(slow.calls) == 1

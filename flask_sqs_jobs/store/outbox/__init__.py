@@ -16,6 +16,7 @@ from ._after_commit import AfterCommit
 from ._after_commit import AnySession
 from ._after_commit import session_of
 from ._immediate import flush_all
+from ._parking import being_sent
 from ._parking import drop_rows
 from ._parking import find_rows
 from ._parking import list_rows
@@ -39,6 +40,7 @@ __all__ = [
     "RelayLease",
     "add_many_to_outbox",
     "add_to_outbox",
+    "being_sent",
     "bind_outbox_metrics",
     "drop_rows",
     "find_rows",

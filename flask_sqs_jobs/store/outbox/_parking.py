@@ -152,14 +152,16 @@ def retry_rows(
     ids: t.Collection[int] | None = None,
     *,
     all_parked: bool = False,
-) -> int:
-    """Put rows back to be sent now, attempts reset; return how many.
+) -> list[int]:
+    """Put rows back to be sent now, attempts reset; return their ids.
 
-    ``ids``: those rows, parked or not; ``all_parked``: every parked row (a
-    range of the index ``(available_at, id)``). The rows that parked rows held
-    back come back too (the next claim holds back again those still behind
-    one). The last error stays until the next send. Cost: two updates over
-    that range.
+    ``ids``: those rows, parked or not, except a row whose send is under way
+    (on SQLite a send after commit leases its rows while they travel: freeing
+    the row then would let the relay send it a second time; see
+    :func:`being_sent`); ``all_parked``: every parked row (a range of the
+    index ``(available_at, id)``). The rows that parked rows held back come
+    back too (the next claim holds back again those still behind one). The
+    last error stays until the next send. Cost: two updates over that range.
     """
     now = dt.datetime.now(dt.UTC)
     update = sa.update(outbox).values(
@@ -170,12 +172,12 @@ def retry_rows(
             outbox.c.available_at >= PARKED_UNTIL, outbox.c.parked_at.is_not(None)
         )
     elif ids:
-        update = update.where(outbox.c.id.in_(list(ids)))
+        update = update.where(outbox.c.id.in_(list(ids)), sa.not_(_leased(now)))
     else:
-        return 0
-    count = connection.execute(update).rowcount
+        return []
+    retried = sorted(connection.execute(update.returning(outbox.c.id)).scalars())
     _release_held_back(connection, now)
-    return count
+    return retried
 
 
 def _release_held_back(connection: sa.Connection, now: dt.datetime) -> None:
@@ -205,6 +207,18 @@ def drop_rows(connection: sa.Connection, ids: t.Collection[int]) -> list[int]:
     if dropped:
         _release_held_back(connection, dt.datetime.now(dt.UTC))
     return dropped
+
+
+def being_sent(connection: sa.Connection, ids: t.Collection[int]) -> list[int]:
+    """The rows among ``ids`` whose send is under way (leased), which
+    :func:`retry_rows` leaves alone. Cost: a key lookup."""
+    now = dt.datetime.now(dt.UTC)
+    query = sa.select(outbox.c.id).where(outbox.c.id.in_(list(ids)), _leased(now))
+    return sorted(connection.execute(query).scalars())
+
+
+def _leased(now: dt.datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(outbox.c.leased_until.is_not(None), outbox.c.leased_until > now)
 
 
 def find_rows(connection: sa.Connection, ids: t.Collection[int]) -> dict[int, bool]:
