@@ -4,7 +4,6 @@ send after commit."""
 from __future__ import annotations
 
 import typing as t
-from contextlib import nullcontext
 
 import structlog
 
@@ -15,9 +14,8 @@ from ..sqs import may_have_been_applied
 from ..sqs import message_size
 from ..sqs import offload
 from ..sqs import offload_entries
-from ..sqs import OFFLOADED_SEND_ATTEMPTS
-from ..sqs import pause_before
-from ..sqs import single_copy
+from ..sqs import ReuploadFailed
+from ..sqs import send_fresh_copies
 from ..sqs import SqsQueue
 from ._sinks import BatchSink
 from ._sinks import EntryResult
@@ -108,38 +106,35 @@ class _Attempt:
         again with new objects, at most ``OFFLOADED_SEND_ATTEMPTS`` times.
         """
         queue = self.queue
-        offloaded = any(index in self.keys for index in indices)
-        number = 1
-        while True:
-            entries = [{"Id": str(i), **self.staged[i]} for i in indices]
-            try:
-                with single_copy(queue.client) if offloaded else nullcontext():
-                    return list(queue.send_batch(entries))
-            except Exception as exc:
-                log.warning(
-                    "enqueue_batch_failed", sqs_queue=queue.name, error=str(exc)
-                )
-                applied = may_have_been_applied(exc)
-                if not (offloaded and applied and number < OFFLOADED_SEND_ATTEMPTS):
-                    if applied:
-                        self.maybe_sent.update(indices)
-                    return [(aws_error_code(exc), str(exc))] * len(indices)
-            pause_before(number)
-            number += 1
-            failed = self._offload_again(indices)
-            if failed is not None:
-                self.maybe_sent.update(indices)
-                return [failed] * len(indices)
 
-    def _offload_again(self, indices: list[int]) -> tuple[str, str] | None:
-        """New objects for the offloaded entries of ``indices``; the error of an
-        upload that failed (the request is then not sent again), else None."""
+        def request() -> list[EntryResult]:
+            entries = [{"Id": str(i), **self.staged[i]} for i in indices]
+            return list(queue.send_batch(entries))
+
         try:
-            for index in indices:
-                if index in self.keys:
-                    self.staged[index], key = offload(self.queue, self.originals[index])
-                    self.keys[index] = t.cast(str, key)
+            if not any(index in self.keys for index in indices):
+                return request()
+            return send_fresh_copies(
+                queue.client,
+                request,
+                reupload=lambda: self._offload_again(indices),
+                refused=lambda: None,  # send_batch's caller deletes refused objects
+                sqs_queue=queue.name,
+            )
+        except ReuploadFailed as exc:
+            log.warning("large_payload_upload_failed", error=str(exc.__cause__))
+            self.maybe_sent.update(indices)
+            upload_error = t.cast(BaseException, exc.__cause__)
+            return [(aws_error_code(upload_error), str(exc))] * len(indices)
         except Exception as exc:
-            log.warning("large_payload_upload_failed", error=str(exc))
-            return aws_error_code(exc), f"S3 upload failed: {exc}"
-        return None
+            log.warning("enqueue_batch_failed", sqs_queue=queue.name, error=str(exc))
+            if may_have_been_applied(exc):
+                self.maybe_sent.update(indices)
+            return [(aws_error_code(exc), str(exc))] * len(indices)
+
+    def _offload_again(self, indices: list[int]) -> None:
+        """New objects for the offloaded entries of ``indices`` (raises S3's error)."""
+        for index in indices:
+            if index in self.keys:
+                self.staged[index], key = offload(self.queue, self.originals[index])
+                self.keys[index] = t.cast(str, key)

@@ -19,8 +19,8 @@ from ._errors import is_lost_ownership
 from ._errors import may_have_been_applied
 from ._errors import QUEUE_DOES_NOT_EXIST_CODES
 from ._fresh_copies import ATTEMPTS as OFFLOADED_SEND_ATTEMPTS
-from ._fresh_copies import pause_before
-from ._fresh_copies import single_copy
+from ._fresh_copies import ReuploadFailed
+from ._fresh_copies import send_fresh_copies
 from ._large_payloads import LargePayloads
 from ._large_payloads import offloaded_size
 from ._large_payloads import PayloadNotFound
@@ -106,8 +106,8 @@ __all__ = [
     "call_error",
     "may_have_been_applied",
     "OFFLOADED_SEND_ATTEMPTS",
-    "pause_before",
-    "single_copy",
+    "ReuploadFailed",
+    "send_fresh_copies",
     "check_message_attributes",
     "check_room",
     "check_settings",

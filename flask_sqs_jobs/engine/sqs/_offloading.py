@@ -10,10 +10,8 @@ import structlog
 
 from ..model import MAX_MESSAGE_ATTRIBUTES
 from ._errors import aws_error_code
-from ._errors import may_have_been_applied
-from ._fresh_copies import ATTEMPTS
-from ._fresh_copies import pause_before
-from ._fresh_copies import single_copy
+from ._fresh_copies import ReuploadFailed
+from ._fresh_copies import send_fresh_copies
 from ._large_payloads import LargePayloads
 from ._large_payloads import Pointer
 from ._large_payloads import SIZE_ATTRIBUTE
@@ -109,27 +107,22 @@ def send(queue: SqsQueue, params: dict[str, t.Any]) -> str:
     staged, key = offload(queue, params)
     if key is None:
         return queue.send(staged)
-    attempt = 1
-    while True:
-        try:
-            with single_copy(queue.client):
-                return queue.send(staged)
-        except Exception as exc:
-            applied = may_have_been_applied(exc)
-            if not applied:
-                t.cast(LargePayloads, queue.large_payloads).discard(key)
-            if not applied or attempt >= ATTEMPTS:
-                raise
-            log.warning(
-                "large_payload_send_retried",
-                sqs_queue=queue.name,
-                attempt=attempt,
-                error=str(exc),
-            )
-        pause_before(attempt)
-        attempt += 1
-        staged, fresh = offload(queue, params)
-        key = t.cast(str, fresh)  # the same params go through S3 again
+    large = t.cast(LargePayloads, queue.large_payloads)
+
+    def reupload() -> None:  # the same params go through S3 again
+        nonlocal staged, key
+        staged, key = offload(queue, params)
+
+    try:
+        return send_fresh_copies(
+            queue.client,
+            lambda: queue.send(staged),
+            reupload=reupload,
+            refused=lambda: large.discard(key),
+            sqs_queue=queue.name,
+        )
+    except ReuploadFailed as exc:
+        raise t.cast(BaseException, exc.__cause__) from None
 
 
 def after_delete(queue: SqsQueue, pointer: Pointer | None) -> None:
