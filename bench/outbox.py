@@ -18,7 +18,6 @@ It prints a Markdown table of rates and ratios (1.0 = as fast as the baseline).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import pathlib
 import statistics
@@ -66,15 +65,16 @@ def measure_relay(
     store = SQLAlchemyStore(f"sqlite:///{db}")
     store.create_tables()
     specs = [("noop", {"n": n}) for n in range(rows)]
-    with contextlib.ExitStack() as stack:
-        stack.callback(setattr, _outbox, "sender_for", _outbox.sender_for)
-        _outbox.sender_for = lambda engine, group: _NoSend()  # type: ignore[assignment]
-        with sa.orm.Session(store.engine) as session:
-            for start in range(0, rows, 1000):
-                _outbox.add_many_to_outbox(
-                    session, group, "jobs", specs[start : start + 1000]
-                )
-            session.commit()
+    with sa.orm.Session(store.engine) as session:
+        for start in range(0, rows, 1000):
+            _outbox.add_many_to_outbox(
+                session,
+                group,
+                "jobs",
+                specs[start : start + 1000],
+                send_after_commit=False,
+            )
+        session.commit()
     with store.engine.connect() as connection:
         query = sa.text("SELECT body FROM sqs_jobs_outbox ORDER BY id")
         bodies = list(connection.execute(query).scalars())
@@ -90,23 +90,18 @@ def measure_relay(
     return raw, ours
 
 
-class _NoSend:
-    def submit(self, rows: list[t.Any]) -> None:
-        pass
-
-
 def measure_enqueue(
     sqs: t.Any, db: pathlib.Path, count: int, ours_first: bool, send: bool = True
 ) -> tuple[float, float]:
     """(Core insert + commit seconds, enqueue(session=) + commit seconds).
 
-    :param send: with False the send after commit is off (left to a relay),
-        which isolates what the commit path itself costs.
+    :param send: with False each job is left to the relays
+        (``send_after_commit=False``), which is what the commit path itself
+        costs the caller.
     """
     from flask import Flask
     from flask_sqs_jobs import SQSJobs
     from flask_sqs_jobs.store.outbox import _rows as _outbox_rows
-    from flask_sqs_jobs.store.outbox import _write as _outbox
     from flask_sqs_jobs.store.outbox._immediate import flush_all
 
     name = f"outbox-enqueue-{uuid.uuid4().hex[:8]}"
@@ -136,13 +131,12 @@ def measure_enqueue(
     def ours() -> None:
         with sa.orm.Session(engine) as session:
             for _ in range(count):
-                jobs.enqueue("jobs", "noop", {"n": 1}, session=session)
+                jobs.enqueue(
+                    "jobs", "noop", {"n": 1}, session=session, send_after_commit=send
+                )
                 session.commit()
 
-    with contextlib.ExitStack() as stack, app.app_context():
-        if not send:
-            stack.callback(setattr, _outbox, "sender_for", _outbox.sender_for)
-            _outbox.sender_for = lambda engine, group: _NoSend()  # type: ignore[assignment]
+    with app.app_context():
         jobs.queue_group().queue("jobs").max_message_size  # noqa: B018 - look-ups first
         if ours_first:
             measured = timed(ours)

@@ -59,6 +59,7 @@ def enqueue_in_session(
     options["correlation_fields"] = _with_request_id(
         options.get("correlation_fields"), state.config.request_id_header
     )
+    send_now = _sends_after_commit(jobs, options.pop("send_after_commit", None))
     if state.config.eager:
         from .engine.model import check_job_id
 
@@ -70,7 +71,9 @@ def enqueue_in_session(
     _check_database(target, store)
     group = jobs.queue_group()
     send_through(group, store.engine, max_attempts=state.config.outbox_max_attempts)
-    return add_to_outbox(target, group, queue, job_type, payload, **options)
+    return add_to_outbox(
+        target, group, queue, job_type, payload, send_after_commit=send_now, **options
+    )
 
 
 def enqueue_debounced(
@@ -89,7 +92,13 @@ def enqueue_debounced(
     job now, without debounce or key.
     """
     if jobs.config().eager:
-        for name in ("debounce", "unique_key", "unique_for", "unique_until"):
+        for name in (
+            "debounce",
+            "unique_key",
+            "unique_for",
+            "unique_until",
+            "send_after_commit",
+        ):
             options.pop(name, None)
         enqueue: t.Any = jobs.enqueue
         return str(enqueue(queue, job_type, payload, session=session, **options))
@@ -102,7 +111,11 @@ def enqueue_debounced(
 
 
 def enqueue_many_in_session(
-    jobs: JobsFacade, session: t.Any, queue: str, specs: cabc.Sequence[JobSpec]
+    jobs: JobsFacade,
+    session: t.Any,
+    queue: str,
+    specs: cabc.Sequence[JobSpec],
+    send_after_commit: bool | None = None,
 ) -> list[str]:
     """See :meth:`SQSJobs.enqueue_many` with ``session=``."""
     from .store.outbox import add_many_to_outbox
@@ -119,7 +132,13 @@ def enqueue_many_in_session(
     _check_database(target, store)
     group = jobs.queue_group()
     send_through(group, store.engine, max_attempts=config.outbox_max_attempts)
-    return add_many_to_outbox(target, group, queue, specs)
+    send_now = _sends_after_commit(jobs, send_after_commit)
+    return add_many_to_outbox(target, group, queue, specs, send_after_commit=send_now)
+
+
+def _sends_after_commit(jobs: JobsFacade, given: bool | None) -> bool:
+    """``send_after_commit`` as given, else ``SQS_JOBS_OUTBOX_SEND_AFTER_COMMIT``."""
+    return jobs.config().outbox_send_after_commit if given is None else given
 
 
 def _session_of(session: t.Any) -> sa.orm.Session:

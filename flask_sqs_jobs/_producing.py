@@ -62,6 +62,7 @@ class Producing:
         tenant: str | None = None,
         tags: cabc.Sequence[str] | None = None,
         buffered: bool | None = None,
+        send_after_commit: bool | None = None,
     ) -> str:
         """Send a job to the logical ``queue``; return its SQS MessageId.
 
@@ -87,9 +88,13 @@ class Producing:
             within ``SQS_JOBS_SEND_BUFFER_MS`` (10 ms when that is 0), and
             return the job id; by default, whether that setting is above 0.
             Sent at the latest at the end of the request and at exit.
+        :param send_after_commit: with ``session``: False leaves the send to
+            the relays instead of this process (default:
+            ``SQS_JOBS_OUTBOX_SEND_AFTER_COMMIT``).
         :raises DuplicateJobError: ``on_duplicate="raise"`` and the key is held.
         """
         state = self.parts()
+        _check_send_after_commit(send_after_commit, session, debounce)
         if _checks_job_types(state.config):
             check_known_job_type(job_type, self.handlers)
         options: dict[str, t.Any] = {
@@ -112,6 +117,8 @@ class Producing:
             "tenant": tenant,
             "tags": tags,
         }
+        if send_after_commit is not None:
+            options["send_after_commit"] = send_after_commit
         if debounce is not None:
             from ._outbox_enqueue import enqueue_debounced
 
@@ -132,15 +139,21 @@ class Producing:
         return self.queue_group().enqueue(queue, job_type, payload, **options)
 
     def enqueue_many(
-        self, queue: str, jobs: cabc.Iterable[JobSpec], *, session: t.Any = None
+        self,
+        queue: str,
+        jobs: cabc.Iterable[JobSpec],
+        *,
+        session: t.Any = None,
+        send_after_commit: bool | None = None,
     ) -> list[str]:
         """Send many jobs with SendMessageBatch; see :meth:`QueueGroup.enqueue_many`.
 
         Inside a request each job's correlation fields gain ``request_id``.
         With ``session=`` the jobs are written into the outbox in that
         session's transaction and their job ids are returned (see
-        :meth:`enqueue`).
+        :meth:`enqueue`, also for ``send_after_commit``).
         """
+        _check_send_after_commit(send_after_commit, session, None)
         state = self.parts()
         header = state.config.request_id_header
         specs = read_job_specs(jobs)
@@ -154,7 +167,7 @@ class Producing:
             from ._outbox_enqueue import enqueue_many_in_session
 
             return enqueue_many_in_session(
-                t.cast("JobsFacade", self), session, queue, specs
+                t.cast("JobsFacade", self), session, queue, specs, send_after_commit
             )
         return self.queue_group().enqueue_many(queue, specs)
 
@@ -165,6 +178,23 @@ class Producing:
         # to_thread runs the call in a copy of this context, Flask's included.
         return await asyncio.to_thread(
             self.enqueue_many, queue, list(jobs), session=session
+        )
+
+
+def _check_send_after_commit(
+    send_after_commit: bool | None, session: object, debounce: float | None
+) -> None:
+    if send_after_commit is None:
+        return
+    if not isinstance(send_after_commit, bool):
+        raise TypeError(
+            "send_after_commit must be True or False (or None for"
+            f" SQS_JOBS_OUTBOX_SEND_AFTER_COMMIT); got {send_after_commit!r}"
+        )
+    if session is None and debounce is None:
+        raise TypeError(
+            "send_after_commit applies to the outbox only: pass session= too"
+            " (without a session the job is sent now)"
         )
 
 

@@ -91,6 +91,7 @@ class EnqueueOptions:
     tenant: str | None = None
     tags: tuple[str, ...] | None = None
     buffered: bool | None = None
+    send_after_commit: bool | None = None
 
     def sent(self) -> dict[str, t.Any]:
         """The options for ``jobs.enqueue``, the queue and the session aside."""
@@ -172,7 +173,10 @@ class Sender(t.Generic[P, R]):
         if options.session is not None:
             outbox_enqueue_many: t.Any = task.jobs.enqueue_many
             returned = outbox_enqueue_many(
-                options.queue, specs, session=options.session
+                options.queue,
+                specs,
+                session=options.session,
+                send_after_commit=options.send_after_commit,
             )
             return [
                 _enqueued(task.jobs, job_id, None, value)
@@ -237,6 +241,7 @@ class Sender(t.Generic[P, R]):
         tenant: str | None = None,
         tags: cabc.Sequence[str] | None = None,
         buffered: bool | None = None,
+        send_after_commit: bool | None = None,
     ) -> TaskOptions[P, R]:
         """Return the task with these enqueue options, for ``.enqueue(...)``.
 
@@ -268,6 +273,7 @@ class Sender(t.Generic[P, R]):
             "tenant": tenant,
             "tags": None if tags is None else tuple(tags),
             "buffered": buffered,
+            "send_after_commit": send_after_commit,
         }
         changes = {name: value for name, value in given.items() if value is not None}
         return TaskOptions(self._task, dataclasses.replace(self._options, **changes))

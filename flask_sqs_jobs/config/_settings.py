@@ -83,6 +83,9 @@ class Config:
     #: ``SQS_JOBS_OUTBOX_RELAYS``: how many outbox relays may be active against
     #: one store at once across the fleet.
     outbox_relays: int = 2
+    #: ``SQS_JOBS_OUTBOX_SEND_AFTER_COMMIT``: each commit's outbox rows are
+    #: sent at once by this process; False leaves them to the relays.
+    outbox_send_after_commit: bool = True
     #: ``SQS_JOBS_SEND_BUFFER_MS``: gather single enqueues for up to this many
     #: milliseconds into SendMessageBatch (0: off).
     send_buffer_ms: int = 0
@@ -157,6 +160,9 @@ def load_config(config: cabc.Mapping[str, t.Any]) -> Config:
             config, "OUTBOX_MAX_ATTEMPTS", 20, unit="failed sends"
         ),
         outbox_relays=_positive_int(config, "OUTBOX_RELAYS", 2, unit="relays"),
+        outbox_send_after_commit=_bool(
+            config, "OUTBOX_SEND_AFTER_COMMIT", default=True
+        ),
         send_buffer_ms=_buffer_ms(config.get(f"{PREFIX}SEND_BUFFER_MS", 0)),
     )
 

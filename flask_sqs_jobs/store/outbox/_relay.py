@@ -2,7 +2,8 @@
 
 It drains a backlog pass after pass (each pass one transaction holding its
 rows' locks), and when the outbox is idle checks it again every second, or
-at once when this process's immediate send failed. With a
+at once when this process's immediate send failed or (PostgreSQL) a commit
+notified it. With a
 :class:`~._relay_lease.RelayLease` it runs only while it holds one of the
 fleet's ``SQS_JOBS_OUTBOX_RELAYS`` slots, and stands by otherwise.
 """
@@ -18,6 +19,7 @@ import structlog
 from . import _rows as _outbox_rows
 from ._claim import claim
 from ._immediate import relay_wakeup
+from ._notify import Listener
 from ._relay_lease import RelayLease
 from ._relay_lease import STANDBY_SECONDS
 from ._send import describe_error
@@ -77,6 +79,7 @@ class OutboxRelay:
         self.idle_seconds = idle_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listener = Listener(engine)
 
     def run_pass(self, *, include_fresh: bool = False) -> int:
         """Claim, send and write back one batch of rows; return how many were handled.
@@ -126,6 +129,7 @@ class OutboxRelay:
         try:
             self._relay_until_stopped()
         finally:
+            self._listener.close()
             if self.lease is not None:
                 self.lease.release()
         log.info("outbox_relay_stopped")
@@ -150,8 +154,10 @@ class OutboxRelay:
             self._wait_idle()
 
     def _wait_idle(self) -> None:
-        """Wait a second, or less when this process's immediate send failed."""
-        if relay_wakeup.wait(self.idle_seconds):
+        """Wait a second, or less: when this process's immediate send failed,
+        or (PostgreSQL) a commit left rows to the relays (:mod:`._notify`)."""
+        self._listener.wait(self.idle_seconds, relay_wakeup)
+        if relay_wakeup.is_set():
             relay_wakeup.clear()
 
     # -- as a worker service --

@@ -142,9 +142,19 @@ class OutboxRow:
 
 
 def row_values(
-    queue: str, job_id: str, job_type: str, params: dict[str, t.Any], now: dt.datetime
+    queue: str,
+    job_id: str,
+    job_type: str,
+    params: dict[str, t.Any],
+    now: dt.datetime,
+    *,
+    grace: bool = True,
 ) -> dict[str, t.Any]:
-    """The columns of a new row for staged SendMessage ``params``."""
+    """The columns of a new row for staged SendMessage ``params``.
+
+    :param grace: the relays leave the row alone for :data:`GRACE_SECONDS`,
+        the send after commit's; without, it is theirs at once.
+    """
     attributes = params.get("MessageAttributes")
     return {
         "queue": queue,
@@ -156,7 +166,7 @@ def row_values(
         "message_deduplication_id": params.get("MessageDeduplicationId"),
         "delay_seconds": params.get("DelaySeconds"),
         "created_at": now,
-        "available_at": now + dt.timedelta(seconds=GRACE_SECONDS),
+        "available_at": now + dt.timedelta(seconds=GRACE_SECONDS if grace else 0),
         "attempts": 0,
     }
 

@@ -40,11 +40,13 @@ from ._after_commit import AnySession
 from ._after_commit import session_of
 from ._debounce import write_debounced
 from ._immediate import sender_for
+from ._notify import notify_relays
 
 #: The store's own engine per queue group, for the sends after commit.
 _store_engines: weakref.WeakKeyDictionary[QueueGroup, sa.Engine] = (
     weakref.WeakKeyDictionary()
 )
+_INSERT_RELAYED = sa.insert(outbox_table)  # the relays read the ids
 _INSERT_ONE = sa.insert(outbox_table).returning(outbox_table.c.id)
 _INSERT_MANY = sa.insert(outbox_table).returning(
     outbox_table.c.id, sort_by_parameter_order=True
@@ -94,6 +96,8 @@ def add_to_outbox(
     queue: str,
     job_type: str,
     payload: JSONObject | None = None,
+    *,
+    send_after_commit: bool = True,
     **enqueue_options: t.Any,
 ) -> str:
     """Write one job into the outbox in ``session``'s transaction; return its job id.
@@ -101,6 +105,8 @@ def add_to_outbox(
     ``enqueue_options`` are those of :meth:`QueueGroup.enqueue`
     (``correlation_fields``, ``job_id``, ``message_group_id``, ...). On a FIFO
     queue the job id is the MessageDeduplicationId unless one is given.
+    ``send_after_commit=False`` leaves the send to the relays (woken at the
+    commit on PostgreSQL), so the commit costs this process nothing more.
 
     :raises TypeError, ValueError: the job is wrong, as :meth:`QueueGroup.enqueue`
         would say; nothing was written.
@@ -109,19 +115,29 @@ def add_to_outbox(
     prepared = prepare_job(
         sqs_queue, queue, job_type, payload, options, job_id_deduplicates=True
     )
-    return produce(group, [prepared], RowSink(session, group))[0]
+    sink = RowSink(session, group, send_after_commit=send_after_commit)
+    return produce(group, [prepared], sink)[0]
 
 
 def add_many_to_outbox(
-    session: AnySession, group: QueueGroup, queue: str, jobs: cabc.Iterable[JobSpec]
+    session: AnySession,
+    group: QueueGroup,
+    queue: str,
+    jobs: cabc.Iterable[JobSpec],
+    *,
+    send_after_commit: bool = True,
 ) -> list[str]:
     """Write many jobs into the outbox in one INSERT; return their job ids in order.
 
     Each job is what :meth:`QueueGroup.enqueue_many` takes; every job is
-    checked before any row is written.
+    checked before any row is written. ``send_after_commit`` is
+    :func:`add_to_outbox`'s.
     """
     prepared = prepare_batch(group, queue, jobs, job_id_deduplicates=True)
-    return produce(group, prepared, RowSink(session, group)) if prepared else []
+    if not prepared:
+        return []
+    sink = RowSink(session, group, send_after_commit=send_after_commit)
+    return produce(group, prepared, sink)
 
 
 class RowSink(Sink):
@@ -133,15 +149,20 @@ class RowSink(Sink):
     so the pipeline reports nothing: the sender and the relay report it when
     they send the row); :meth:`finish`, once every chain returned, inserts
     the rows through the caller's session and holds them for the send after
-    the outermost commit. A chain that raises leaves nothing written.
+    the outermost commit (or, with ``send_after_commit=False``, notifies the
+    relays, whose rows they are at once). A chain that raises leaves nothing
+    written.
     """
 
     enqueues = False
     debounces = True
 
-    def __init__(self, session: AnySession, group: QueueGroup) -> None:
+    def __init__(
+        self, session: AnySession, group: QueueGroup, *, send_after_commit: bool = True
+    ) -> None:
         self._session = session_of(session)
         self._group = group
+        self._send_after_commit = send_after_commit
         self._now = dt.datetime.now(dt.UTC)
         self._rows: list[dict[str, t.Any]] = []
         #: Job id -> (key, seconds) of each debounced job of the call.
@@ -167,7 +188,12 @@ class RowSink(Sink):
         job = message.job
         job_id = t.cast(str, job.job_id)  # staging checked it
         values = _outbox_rows.row_values(
-            job.queue, job_id, job.job_type, message.params, self._now
+            job.queue,
+            job_id,
+            job.job_type,
+            message.params,
+            self._now,
+            grace=self._send_after_commit,
         )
         debounced = self._debounced.get(job_id)
         if debounced is not None:
@@ -177,7 +203,8 @@ class RowSink(Sink):
         return job_id
 
     def finish(self) -> None:
-        """Insert the call's rows (one INSERT) and hold them until the commit.
+        """Insert the call's rows (one INSERT) and hold them until the commit
+        (or notify the relays).
 
         The send after commit goes through the store's engine when
         :func:`send_through` named one, else the session's own.
@@ -186,6 +213,10 @@ class RowSink(Sink):
         for values, key, seconds in self._debounced_rows:
             write_debounced(session, values, key, seconds, self._now)
         if not rows:
+            return
+        if not self._send_after_commit:
+            session.execute(_INSERT_RELAYED, rows)
+            notify_relays(session)
             return
         if len(rows) == 1:  # the common case, without executemany's overhead
             ids = [session.execute(_INSERT_ONE, rows[0]).scalar_one()]
