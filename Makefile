@@ -70,6 +70,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.unique
 	$(BIN)/python -m bench.worker_paths
 	$(BIN)/python -m bench.workflows
+	$(BIN)/python -m pip install --quiet "py-spy>=0.4"  # the sampling profiler
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m bench.cpu_stages
 
 ## make dashboard-screenshots: the browser tier, writing docs/_static/dashboard/*.png
 dashboard-screenshots: $(STAMP)

@@ -70,6 +70,7 @@ class NewRelicMiddleware(JobMiddleware):
     """
 
     injects_trace_headers = True
+    keeps_payload = True  # only trace headers and spans change
 
     def __init__(
         self,

@@ -68,6 +68,7 @@ class OTelMiddleware(JobMiddleware):
     """
 
     injects_trace_headers = True
+    keeps_payload = True  # only trace headers and spans change
 
     def __init__(
         self,

@@ -84,6 +84,7 @@ class SentryMiddleware(JobMiddleware):
     """
 
     injects_trace_headers = True
+    keeps_payload = True  # only trace headers and spans change
 
     def __init__(
         self, *, report_non_retryable: bool = False, send_payloads: bool = False

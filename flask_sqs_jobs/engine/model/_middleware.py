@@ -24,6 +24,11 @@ class JobMiddleware:
 
     #: True for middleware that adds trace propagation headers on ``produce``.
     injects_trace_headers: t.ClassVar[bool] = False
+    #: True for middleware whose ``produce`` leaves the job's type, payload and
+    #: tags as they were (it may change headers, attributes, correlation
+    #: fields): the payload's JSON from the checks is then reused instead of
+    #: checked and serialised again after the chain.
+    keeps_payload: t.ClassVar[bool] = False
 
     def produce(self, job: Job, call_next: cabc.Callable[[Job], str]) -> str:
         """Wrap sending ``job``; ``call_next(job)`` sends it and returns its id."""

@@ -23,6 +23,7 @@ from ..model import EnqueueBatchError
 from ..model import Job
 from ..model import MAX_BATCH_ENTRIES
 from ..model import SQSJobsError
+from ._chain import rechecks_produce
 from ._chain import report_sent
 from ._chain import run_chain
 from ._staging import stage
@@ -88,6 +89,7 @@ def send_through_chains(
     """
     for prepared in jobs:
         stage(prepared, prepared.job, prepared.queue, rechecked=False)
+    rechecked = rechecks_produce(group.middleware)
     results: list[Sent] = []
     workers = min(MAX_BATCH_ENTRIES, len(jobs))
     with concurrent.futures.ThreadPoolExecutor(
@@ -96,7 +98,9 @@ def send_through_chains(
         for start in range(0, len(jobs), MAX_BATCH_ENTRIES):
             chunk = jobs[start : start + MAX_BATCH_ENTRIES]
             try:
-                results.extend(_send_chunk(group, sink, pool, chunk, results))
+                results.extend(
+                    _send_chunk(group, sink, pool, chunk, results, rechecked)
+                )
             except _NotStarted as exc:
                 _not_started(results, len(jobs), exc)
     return results
@@ -117,8 +121,10 @@ def _send_chunk(
     pool: concurrent.futures.ThreadPoolExecutor,
     chunk: list[PreparedJob],
     earlier: list[Sent],
+    rechecked: bool,
 ) -> list[Sent]:
-    """Run one chunk's chains, send what they staged, return their results."""
+    """Run one chunk's chains, send what they staged, return their results
+    (``rechecked``: the chains may change a job, so it is encoded anew)."""
     ready = threading.Condition()
     pending = [_PendingSend() for _ in chunk]
 
@@ -127,7 +133,7 @@ def _send_chunk(
 
         def send(job: Job) -> str:
             """The chain's innermost step: stage, wait for the request, report."""
-            message = stage(prepared, job, prepared.queue, rechecked=True)
+            message = stage(prepared, job, prepared.queue, rechecked=rechecked)
             with ready:
                 waiting.message = message
                 ready.notify_all()

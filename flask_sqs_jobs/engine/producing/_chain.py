@@ -32,6 +32,15 @@ def wraps_produce(middleware: cabc.Sequence[JobMiddleware]) -> bool:
     return any(type(m).produce is not JobMiddleware.produce for m in middleware)
 
 
+def rechecks_produce(middleware: cabc.Sequence[JobMiddleware]) -> bool:
+    """Whether a job must be checked and encoded again after the ``produce``
+    chain: some middleware overrides it without declaring ``keeps_payload``."""
+    return any(
+        type(m).produce is not JobMiddleware.produce and not m.keeps_payload
+        for m in middleware
+    )
+
+
 def run_chain(group: NamedQueues, job: Job, terminal: cabc.Callable[[Job], str]) -> str:
     """Run ``job`` through the group's ``produce`` middleware, outermost first,
     into ``terminal``; return what the chain returns."""

@@ -28,6 +28,7 @@ from ..model import EnqueueBatchError
 from ..model import Job
 from ._batch_chains import send_through_chains
 from ._batch_chains import Sent
+from ._chain import rechecks_produce
 from ._chain import report_sent
 from ._chain import run_chain
 from ._chain import wraps_produce
@@ -77,7 +78,7 @@ def _produce_admitted(
     """:func:`produce` once the jobs are admitted and their unique keys taken."""
     if isinstance(sink, BatchSink):
         return _produce_batch(group, jobs, sink)
-    rechecked = wraps_produce(group.middleware)
+    rechecked = rechecks_produce(group.middleware)
     ids = [
         run_chain(
             group,

@@ -19,6 +19,7 @@ import sqlalchemy.dialects.sqlite
 
 from ..model import TOMBSTONE_RETENTION_SECONDS
 from ._tables import cancellations
+from ._tables import reading
 
 #: Ids per ``IN (...)`` list: well within SQLite's 999 bound parameters.
 _IDS_PER_SELECT = 500
@@ -64,7 +65,7 @@ class SQLCancellations:
         found: set[str] = set()
         if not ids:
             return found
-        with self._engine().connect() as connection:
+        with reading(self._engine()) as connection:
             for start in range(0, len(ids), _IDS_PER_SELECT):
                 chunk = ids[start : start + _IDS_PER_SELECT]
                 rows = connection.execute(

@@ -26,6 +26,7 @@ from ._record_search import tag_upsert
 from ._record_search import with_tags
 from ._record_search import write_tags
 from ._tables import jobs
+from ._tables import reading
 
 #: The dialects whose upsert the records use.
 SUPPORTED_DIALECTS = ("postgresql", "sqlite")
@@ -97,7 +98,7 @@ class SQLJobRecords:
     def get(self, job_id: str) -> r.JobRecord | None:
         """One ``SELECT`` by primary key (and one of its tags); None when no
         record was written."""
-        with self._engine.connect() as connection:
+        with reading(self._engine) as connection:
             row = connection.execute(
                 sa.select(jobs).where(jobs.c.job_id == job_id)
             ).first()
@@ -122,14 +123,14 @@ class SQLJobRecords:
             query = query.where(jobs.c.status.in_(sorted(statuses)))
         if queue is not None:
             query = query.where(jobs.c.queue == queue)
-        with self._engine.connect() as connection:
+        with reading(self._engine) as connection:
             rows = connection.execute(query).all()
             return with_tags(connection, [_job_record(row._mapping) for row in rows])
 
     def find(self, search: r.JobSearch) -> list[r.JobRecord]:
         """One ``SELECT`` on one index, newest first (:mod:`._record_search`),
         and one of the found records' tags."""
-        with self._engine.connect() as connection:
+        with reading(self._engine) as connection:
             rows = connection.execute(find_query(search)).all()
             return with_tags(connection, [_job_record(row._mapping) for row in rows])
 
@@ -142,7 +143,7 @@ class SQLJobRecords:
             .where(jobs.c.updated_at >= since, jobs.c.finished_at >= since)
             .group_by(minute, jobs.c.queue, jobs.c.status)
         )
-        with self._engine.connect() as connection:
+        with reading(self._engine) as connection:
             rows = connection.execute(query).all()
         return [
             r.MinuteCount(

@@ -227,4 +227,7 @@ def _share_sqlite(engine: sa.Engine) -> None:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(connection: sa.Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        if connection.get_execution_options().get(_tables.READ_ONLY_OPTION):
+            connection.exec_driver_sql("BEGIN")  # a read: no write lock
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -208,11 +208,40 @@ def one_statement(engine: sa.Engine) -> cabc.Iterator[sa.Connection]:
     (``BEGIN``, the statement, ``COMMIT``). SQLite keeps the store's
     ``BEGIN IMMEDIATE`` transaction, which takes the write lock at once.
     """
+    with _connection(engine, read_only=False) as connection:
+        yield connection
+
+
+#: The execution option that makes the store's SQLite engine begin a read's
+#: transaction deferred (``BEGIN``), without the write lock.
+READ_ONLY_OPTION = "sqs_jobs_read_only"
+
+
+@contextlib.contextmanager
+def reading(engine: sa.Engine) -> cabc.Iterator[sa.Connection]:
+    """A connection for reads that takes no lock a writer waits for.
+
+    On PostgreSQL in autocommit mode: each read one round trip, with no
+    ``BEGIN`` and ``ROLLBACK`` around it. On SQLite a deferred transaction: the
+    store's engine otherwise begins with ``BEGIN IMMEDIATE``, which takes the
+    database's write lock, so a read on a job's thread (its cancellation, say)
+    would queue behind the record writer's transactions, and they behind it.
+    """
+    with _connection(engine, read_only=True) as connection:
+        yield connection
+
+
+@contextlib.contextmanager
+def _connection(engine: sa.Engine, *, read_only: bool) -> cabc.Iterator[sa.Connection]:
     if engine.dialect.name == "postgresql":
         with engine.connect().execution_options(
             isolation_level="AUTOCOMMIT"
         ) as connection:
             yield connection
-        return
-    with engine.begin() as connection:
-        yield connection
+    elif read_only:
+        with engine.connect() as connection:
+            connection.execution_options(**{READ_ONLY_OPTION: True})
+            yield connection
+    else:
+        with engine.begin() as connection:
+            yield connection

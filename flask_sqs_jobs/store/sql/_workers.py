@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from .. import model as r
 from ._records import dialect_insert
+from ._tables import reading
 from ._tables import workers
 
 
@@ -72,7 +73,7 @@ class SQLWorkerRegistry:
         return int(result.rowcount or 0)
 
     def list(self) -> list[r.WorkerRecord]:
-        with self._engine.connect() as connection:
+        with reading(self._engine) as connection:
             rows = connection.execute(
                 sa.select(workers).order_by(workers.c.started_at, workers.c.worker_id)
             ).all()
