@@ -2,7 +2,8 @@
 
 A cancelled job has a tombstone in the store (``jobs.cancel``). The worker
 reads a job's tombstone once when the job arrives, before it is deferred or
-started: a tombstoned job is deleted unrun. While jobs run, one thread per
+started (jobs arriving together share one read): a tombstoned job is
+deleted unrun. While jobs run, one thread per
 worker reads the tombstones of all of them in one store call per heartbeat
 interval (the shortest interval of the running jobs' leases), not one per
 job, and asks each cancelled job to stop (:meth:`Job.request_cancel`).
@@ -19,6 +20,7 @@ import typing as t
 import structlog
 
 from ..model import Job
+from ._shared_reads import SharedReads
 
 log = structlog.get_logger(__name__)
 
@@ -55,21 +57,28 @@ class CancelWatch:
     def __init__(self, tombstones: Tombstones | None, report: StoreErrors) -> None:
         self._tombstones = tombstones
         self._report = report
+        #: The arrivals' reads, shared by the jobs that arrive together.
+        self._arrivals = (
+            None
+            if tombstones is None
+            else SharedReads(lambda ids: tombstones.cancelled(ids))
+        )
         self._cond = threading.Condition()
         #: Running job id -> (job, its heartbeat interval).
         self._running: dict[str, tuple[Job, float]] = {}
         self._thread: threading.Thread | None = None
 
     def arrived(self, job: Job) -> bool:
-        """Whether ``job`` was cancelled before it arrived (one store read).
+        """Whether ``job`` was cancelled before it arrived (a store read made
+        after the call, shared with the jobs arriving at the same moment).
 
         A failing store lets the job run: cancellation is best effort, an
         outage must not stop the work.
         """
-        if job.job_id is None or self._tombstones is None:
+        if job.job_id is None or self._arrivals is None:
             return False
         try:
-            return job.job_id in self._tombstones.cancelled([job.job_id])
+            return self._arrivals.contains(job.job_id)
         except Exception as exc:
             log.warning("cancellation_read_failed", error=str(exc))
             self._report(exc, job.queue)
