@@ -182,7 +182,9 @@ class Sender(t.Generic[P, R]):
                 _enqueued(task.jobs, job_id, None, value)
                 for job_id, value in zip(ids, returned, strict=True)
             ]
-        message_ids = task.jobs.enqueue_many(options.queue, specs)
+        message_ids = task.jobs.enqueue_many(
+            options.queue, specs, send_after_commit=options.send_after_commit
+        )  # without a session, send_after_commit is refused, as for enqueue
         return [
             _enqueued(task.jobs, job_id, message_id, message_id)
             for job_id, message_id in zip(ids, message_ids, strict=True)

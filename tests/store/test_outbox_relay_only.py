@@ -215,3 +215,21 @@ def _wait_until_listening(made: Made) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("the relay never listened")
+
+
+def test_a_task_refuses_send_after_commit_without_a_session(
+    make: t.Callable[..., Made],
+) -> None:
+    made = make()
+
+    @made.jobs.task(queue="default")
+    def welcome(n: int) -> None:
+        pass
+
+    relayed = welcome.options(send_after_commit=False)
+    with made.app.app_context():
+        with pytest.raises(TypeError, match="pass session= too"):
+            relayed.enqueue(n=1)
+        with pytest.raises(TypeError, match="pass session= too"):
+            relayed.enqueue_many([{"n": 1}])
+    assert made.on_queue() == []

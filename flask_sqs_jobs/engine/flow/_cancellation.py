@@ -59,9 +59,7 @@ class CancelWatch:
         self._report = report
         #: The arrivals' reads, shared by the jobs that arrive together.
         self._arrivals = (
-            None
-            if tombstones is None
-            else SharedReads(lambda ids: tombstones.cancelled(ids))
+            None if tombstones is None else SharedReads(tombstones.cancelled)
         )
         self._cond = threading.Condition()
         #: Running job id -> (job, its heartbeat interval).
