@@ -21,7 +21,10 @@ VENV = ROOT / ".venv-floors"
 _TOOL_EXTRAS = frozenset({"dev", "docs"})
 #: Test dependencies that must move with a pinned runtime one.
 _COMPANIONS = {"opentelemetry-sdk": "opentelemetry-api"}
-_FLOOR = re.compile(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*>=\s*([^,;\s]+)\s*$")
+#: ``name>=X``, optionally with an upper bound (``name>=X,<Y``).
+_FLOOR = re.compile(
+    r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*>=\s*([^,;\s]+)\s*(?:,\s*<[^,;\s]+)?\s*$"
+)
 
 
 def pins(extras: bool = True) -> dict[str, str]:

@@ -41,6 +41,13 @@ try:
 except ImportError as exc:
     raise missing_sdk(__name__, "sentry-sdk", "sentry") from exc
 
+if not sentry_sdk.VERSION.startswith("2."):
+    raise ImportError(
+        f"{__name__} needs sentry-sdk 2.x (2.15 or later); {sentry_sdk.VERSION} is"
+        " installed, whose tracing API it does not support yet. Install it with:"
+        ' pip install "flask-sqs-jobs[sentry]" (or "sentry-sdk>=2.15,<3")'
+    )
+
 if t.TYPE_CHECKING:
     from sentry_sdk.tracing import Span
 

@@ -56,6 +56,27 @@ def test_a_missing_sdk_names_the_extra_to_install(module: str, sdk: str) -> None
     assert f"flask_sqs_jobs.contrib.{module}" in result.stdout
 
 
+def test_a_sentry_sdk_of_another_major_version_is_named_with_the_one_to_install() -> (
+    None
+):
+    code = (
+        "import sentry_sdk\n"
+        "sentry_sdk.VERSION = '3.0.1'\n"
+        "try:\n"
+        "    import flask_sqs_jobs.contrib.sentry\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+        "    raise SystemExit(3)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 3, result.stderr
+    assert "needs sentry-sdk 2.x (2.15 or later); 3.0.1 is installed" in result.stdout
+    assert '"sentry-sdk>=2.15,<3"' in result.stdout
+
+
 def test_the_package_and_the_ecs_integration_need_no_optional_sdk() -> None:
     result = import_without(
         list(SDKS),
