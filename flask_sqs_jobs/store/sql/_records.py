@@ -227,7 +227,15 @@ def _row(event: r.JobEvent) -> dict[str, t.Any]:
 
 
 def _rank(status: t.Any) -> t.Any:
-    return sa.case(r.STATUS_RANK, value=status, else_=0)
+    """``status``'s rank (``STATUS_RANK``) in SQL constants: as bound parameters
+    the ranks would be processed again for each row of an ``executemany``."""
+    return sa.case(
+        *(
+            (status == _literal(name), sa.literal_column(str(rank), sa.Integer()))
+            for name, rank in sorted(r.STATUS_RANK.items())
+        ),
+        else_=sa.literal_column("0", sa.Integer()),
+    )
 
 
 def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
@@ -260,7 +268,7 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
             # A duplicate delivery keeps the result of the run it duplicates.
             result=sa.case(
                 (
-                    new.status == r.DUPLICATE,
+                    new.status == _literal(r.DUPLICATE),
                     sa.func.coalesce(new.result, jobs.c.result),
                 ),
                 else_=new.result,
