@@ -33,6 +33,7 @@ from tests.engine.helpers import SpyClient
 from tests.engine.helpers import visibility_changes
 from tests.engine.helpers import WAIT
 from tests.support import message_count
+from tests.support import queue_counts
 from tests.support import stop_after
 from tests.support import visible_messages
 
@@ -242,6 +243,8 @@ def test_a_job_still_running_when_the_window_ends_is_aborted_and_kept(
     finished = only_event(logs, "job_finished")
     assert finished["outcome"] == "heartbeat_failed"
     assert finished["reason"] == VISIBILITY_WINDOW_ENDED
+    # Visible again within the second or two granted, and still there.
+    assert poll_until(lambda: queue_counts(sqs, queue_url) == (1, 0, 0))
     assert message_count(sqs, queue_url) == 1
 
 
