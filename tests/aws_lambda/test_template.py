@@ -11,13 +11,13 @@ from __future__ import annotations
 import pathlib
 import typing as t
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 DOCS = pathlib.Path(__file__).parents[2] / "docs"
 TEMPLATE = DOCS / "lambda-template.yaml"
 
 
-class _TemplateLoader(yaml.SafeLoader):  # type: ignore[misc]
+class _TemplateLoader(yaml.SafeLoader):
     """A safe loader that reads ``!Ref``, ``!GetAtt``, ``!Sub`` ... as their value."""
 
 
