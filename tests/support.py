@@ -103,7 +103,22 @@ def local_sqs_client(
 
 
 def queue_counts(client: SQSClient, url: str) -> tuple[int, int, int]:
-    """(visible, in flight, delayed) messages on the queue."""
+    """(visible, in flight, delayed) messages on the queue.
+
+    moto counts each attribute in a pass of its own, visible ones first: a
+    message whose visibility ends between two passes is counted in neither.
+    Two reads in a row that agree cannot both straddle that moment.
+    """
+    last = _read_counts(client, url)
+    for _ in range(5):
+        counts = _read_counts(client, url)
+        if counts == last:
+            break
+        last = counts
+    return last
+
+
+def _read_counts(client: SQSClient, url: str) -> tuple[int, int, int]:
     attributes = client.get_queue_attributes(
         QueueUrl=url,
         AttributeNames=[
@@ -120,19 +135,8 @@ def queue_counts(client: SQSClient, url: str) -> tuple[int, int, int]:
 
 
 def message_count(client: SQSClient, url: str) -> int:
-    """Visible + in flight + delayed messages on the queue (moto reports exactly).
-
-    moto counts each attribute in a pass of its own, visible ones first: a
-    message whose visibility ends between two passes is counted in neither.
-    Two reads in a row that agree cannot both straddle that moment.
-    """
-    last = sum(queue_counts(client, url))
-    for _ in range(5):
-        count = sum(queue_counts(client, url))
-        if count == last:
-            return count
-        last = count
-    return last
+    """Visible + in flight + delayed messages on the queue (moto reports exactly)."""
+    return sum(queue_counts(client, url))
 
 
 class SourceArnClient:

@@ -80,12 +80,17 @@ def one_of_kind(docs: list[dict[str, t.Any]], kind: str) -> dict[str, t.Any]:
 def served_metric_names(tmp_path: pathlib.Path) -> set[str]:
     """Every sample name a worker's ``/metrics`` can serve (with a SQL store)."""
     metrics = PrometheusMetrics()
-    bind_outbox_metrics(metrics, SQLAlchemyStore(f"sqlite:///{tmp_path / 'store.db'}"))
-    names = set()
-    for family in metrics.registry.collect():
-        for suffix in SAMPLE_SUFFIXES.get(family.type, ("",)):
-            names.add(family.name + suffix)
-    return names
+    store = SQLAlchemyStore(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        bind_outbox_metrics(metrics, store)
+        families = list(metrics.registry.collect())
+    finally:
+        store.close()
+    return {
+        family.name + suffix
+        for family in families
+        for suffix in SAMPLE_SUFFIXES.get(family.type, ("",))
+    }
 
 
 def test_every_file_is_included_by_a_docs_page() -> None:
