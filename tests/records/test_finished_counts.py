@@ -72,3 +72,57 @@ def test_finished_per_minute_counts_each_minute_queue_and_status(
         MinuteCount(minute, "critical", "succeeded", 1),
     ]
     assert all(c.minute.tzinfo is not None for c in counts)
+
+
+def _total(store: JobStore, since: dt.datetime) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for count in store.job_records().finished_per_minute(since):
+        totals[count.status] = totals.get(count.status, 0) + count.count
+    return totals
+
+
+def test_a_refused_write_counts_nothing(store: JobStore) -> None:
+    now = dt.datetime.now(dt.UTC)
+    since = now - dt.timedelta(minutes=5)
+    _finish(store, "a", "succeeded", now)
+    records = store.job_records()
+    # A duplicate report of the finish, a late failure of an older attempt and
+    # another job type's write of the same id: none of them changes the record.
+    records.write(
+        [JobEvent("a", "send", "default", "succeeded", 1, now, finished_at=now)]
+    )
+    records.write([JobEvent("a", "send", "default", "failed", 0, now, finished_at=now)])
+    records.write(
+        [JobEvent("a", "other", "default", "failed", 1, now, finished_at=now)]
+    )
+
+    assert _total(store, since) == {"succeeded": 1}
+
+
+def test_a_job_that_finishes_again_after_a_redrive_counts_each_finish(
+    store: JobStore,
+) -> None:
+    now = dt.datetime.now(dt.UTC)
+    since = now - dt.timedelta(minutes=5)
+    _finish(store, "a", "dead_lettered", now)
+    # Redriven: a new delivery starts it again, and this time it succeeds.
+    _finish(store, "a", "succeeded", now + dt.timedelta(seconds=1))
+
+    assert _total(store, since) == {"dead_lettered": 1, "succeeded": 1}
+    record = store.job_records().get("a")
+    assert record is not None
+    assert record.status == "succeeded"
+
+
+def test_many_finishes_in_one_batch_are_all_counted(store: JobStore) -> None:
+    now = dt.datetime.now(dt.UTC)
+    events = [
+        JobEvent(f"job-{i}", "send", "default", status, 1, now, finished_at=now)
+        for i, status in enumerate(["succeeded", "failed"] * 60)
+    ]
+    store.job_records().write(events)
+
+    assert _total(store, now - dt.timedelta(minutes=1)) == {
+        "succeeded": 60,
+        "failed": 60,
+    }

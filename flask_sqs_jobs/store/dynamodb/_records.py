@@ -321,6 +321,6 @@ class DynamoDBJobRecords:
                 )
         return [by_id[i] for i in ids if i in by_id]
 
-    def prune(self, older_than: dt.datetime) -> int:
+    def prune(self, older_than: dt.datetime, limit: int | None = None) -> int:
         """Nothing to do: DynamoDB's TTL deletes expired records."""
         return 0

@@ -215,11 +215,18 @@ class JobRecords(t.Protocol):
         """The records that match ``search``, newest updated first, from an index."""
 
     def finished_per_minute(self, since: dt.datetime) -> list[MinuteCount]:
-        """Count the records finished at or after ``since`` per minute, queue and
-        status (one entry per non-empty group, in no particular order)."""
+        """Count the jobs finished from ``since``'s minute on, per minute, queue
+        and status (one entry per non-empty group, in no particular order).
 
-    def prune(self, older_than: dt.datetime) -> int:
-        """Delete records not updated since ``older_than``; return how many."""
+        Each write that moved a record into a final status counts once, at
+        its ``finished_at``: a job redriven and finished again counts twice.
+        """
+
+    def prune(self, older_than: dt.datetime, limit: int | None = None) -> int:
+        """Delete records not updated since ``older_than``; return how many.
+
+        :param limit: delete about that many at most (None: all of them).
+        """
 
 
 def merge_events(events: cabc.Iterable[JobEvent]) -> list[JobEvent]:

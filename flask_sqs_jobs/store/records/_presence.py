@@ -1,10 +1,8 @@
 """The worker's row in the store: registered at start, refreshed, removed at stop.
 
-It also prunes, at most once an hour per worker, job records past
-``SQS_JOBS_RECORD_RETENTION_SECONDS``, idempotency keys past their time to
-live (one indexed ``DELETE`` each; nothing on DynamoDB, whose TTL deletes old
-items) and the rows of workers not refreshed for
-``SQS_JOBS_LOST_WORKER_RETENTION_SECONDS`` (killed or lost hosts).
+Between refreshes its thread does the hourly housekeeping
+(:mod:`._housekeeping`): old job records, expired keys and lost workers'
+rows, pruned by one worker of the fleet at a time.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 import typing as t
 
 import structlog
@@ -26,8 +25,10 @@ from ..model import JobRecords
 from ..model import JobStore
 from ..model import WorkerRecord
 from ..model import WorkerRegistry
+from ._housekeeping import Housekeeping
 
 if t.TYPE_CHECKING:
+    from ...engine.flow import LimitStore
     from ...engine.worker import JobWorker
 
 log = structlog.get_logger(__name__)
@@ -38,6 +39,8 @@ REFRESH_SECONDS = 15.0
 STALE_AFTER_SECONDS = 60.0
 #: How often a worker prunes old job records (seconds).
 PRUNE_SECONDS = 3600.0
+#: The pause between two steps of pruning (seconds).
+PRUNE_PAUSE_SECONDS = 0.2
 
 
 #: The store part a failed housekeeping action is counted under.
@@ -60,6 +63,7 @@ class WorkerPresence:
     :param records: the job records to prune, or None (no pruning).
     :param forget_expired_keys: deletes expired idempotency and unique keys, returns
         how many, or None (the store's TTL does it, or it keeps none).
+    :param limits: the store's limits, which hold the housekeeping lease.
     :param on_error: called with each failed store call's error, on this
         service's thread (the app's hooks: ``worker_error``, kind ``"store"``).
 
@@ -67,11 +71,11 @@ class WorkerPresence:
     is the only one that touches the worker's row, so it takes no lock.
 
     Cost per worker: one write every ``refresh_seconds`` (two when the row
-    was gone and is registered again) and, once per ``prune_seconds``, one
-    prune and one key cleanup. Every worker prunes, so with hundreds of
-    workers the deletes overlap; deleting a deleted row is harmless. A failed
-    call never stops the worker: it is logged, counted and reported, and a
-    failed refresh is followed at once by a register.
+    was gone and is registered again) and, about ten times per
+    ``prune_seconds``, one try for the housekeeping lease; the fleet's one
+    holder prunes in batches. A failed call never stops the worker: it is
+    logged, counted and reported, and a failed refresh is followed at once
+    by a register.
     """
 
     name = "worker_presence"
@@ -85,6 +89,7 @@ class WorkerPresence:
         busy_slots: cabc.Callable[[], int],
         records: JobRecords | None = None,
         forget_expired_keys: cabc.Callable[[], int] | None = None,
+        limits: LimitStore | None = None,
         retention_seconds: float = 604800,
         lost_worker_retention_seconds: float = LOST_WORKER_RETENTION_SECONDS,
         refresh_seconds: float = REFRESH_SECONDS,
@@ -96,13 +101,19 @@ class WorkerPresence:
         pid = os.getpid()
         self.worker_id = f"{host}:{pid}:{secrets.token_hex(4)}"
         self._registry = registry
-        self._records = records
-        self._forget_expired_keys = forget_expired_keys
         self._busy_slots = busy_slots
-        self._retention = dt.timedelta(seconds=retention_seconds)
-        self._lost_retention = dt.timedelta(seconds=lost_worker_retention_seconds)
         self._refresh_seconds = refresh_seconds
-        self._prune_seconds = prune_seconds
+        self._housekeeping = Housekeeping(
+            registry,
+            holder=self.worker_id,
+            attempt=self._attempt,
+            records=records,
+            forget_expired_keys=forget_expired_keys,
+            limits=limits,
+            retention=dt.timedelta(seconds=retention_seconds),
+            lost_retention=dt.timedelta(seconds=lost_worker_retention_seconds),
+            every_seconds=prune_seconds,
+        )
         self._started = _now()
         self._row = WorkerRecord(
             worker_id=self.worker_id,
@@ -134,34 +145,31 @@ class WorkerPresence:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self._housekeeping.stop()
         self._attempt("remove", self._registry.remove, self.worker_id)
 
     def _run(self) -> None:
         """Register, then every ``refresh_seconds`` refresh the row (registering
-        again when it was gone, or the last try failed) and prune when due."""
+        again when it was gone, or the last try failed); housekeep in between
+        (:mod:`._housekeeping`), in short steps while it prunes."""
         registered = self._attempt("register", self._register)
-        pruned_at: dt.datetime | None = None
-        while not self._stop.wait(self._refresh_seconds):
+        refreshed = time.monotonic()
+        while not self._stop.wait(
+            PRUNE_PAUSE_SECONDS if self._housekeeping.busy else self._refresh_seconds
+        ):
             now = _now()
-            if registered:
-                busy = self._busy_slots()
-                registered = bool(
-                    self._attempt(
-                        "refresh", self._registry.refresh, self.worker_id, busy, now
+            if time.monotonic() - refreshed >= self._refresh_seconds:
+                refreshed = time.monotonic()
+                if registered:
+                    busy = self._busy_slots()
+                    registered = bool(
+                        self._attempt(
+                            "refresh", self._registry.refresh, self.worker_id, busy, now
+                        )
                     )
-                )
-            if not registered:
-                registered = self._attempt("register", self._register)
-            due = pruned_at is None or (now - pruned_at).total_seconds() >= (
-                self._prune_seconds
-            )
-            if due:
-                pruned_at = now
-                self._attempt("prune_workers", self._prune_workers, now)
-                if self._records is not None:
-                    self._attempt("prune", self._prune, now)
-                if self._forget_expired_keys is not None:
-                    self._attempt("forget_keys", self._forget_keys)
+                if not registered:
+                    registered = self._attempt("register", self._register)
+            self._housekeeping.step(now)
 
     def _register(self) -> bool:
         now = _now()
@@ -175,23 +183,6 @@ class WorkerPresence:
             )
         )
         return True
-
-    def _prune(self, now: dt.datetime) -> None:
-        assert self._records is not None
-        deleted = self._records.prune(now - self._retention)
-        if deleted:
-            log.info("job_records_pruned", deleted=deleted)
-
-    def _prune_workers(self, now: dt.datetime) -> None:
-        deleted = self._registry.prune_lost(now - self._lost_retention)
-        if deleted:
-            log.info("lost_workers_pruned", deleted=deleted)
-
-    def _forget_keys(self) -> None:
-        assert self._forget_expired_keys is not None
-        deleted = self._forget_expired_keys()
-        if deleted:
-            log.info("idempotency_keys_forgotten", deleted=deleted)
 
     def _attempt(
         self, action: str, func: cabc.Callable[..., object], *args: object
@@ -243,6 +234,7 @@ def presence_of(
             if record_jobs
             else None,
             forget_expired_keys=_key_forgetting(store),
+            limits=_limits_of(store),
             retention_seconds=retention_seconds,
             lost_worker_retention_seconds=lost_worker_retention_seconds,
             on_error=on_error,
@@ -264,6 +256,14 @@ def _key_forgetting(store: t.Any) -> cabc.Callable[[], int] | None:
     if not forgets:
         return None
     return lambda: sum(forget() for forget in forgets)
+
+
+def _limits_of(store: JobStore) -> LimitStore | None:
+    """The store's limits, which hold the housekeeping lease, if it has any."""
+    try:
+        return store.limits()
+    except (NotImplementedError, AttributeError):
+        return None
 
 
 def _now() -> dt.datetime:

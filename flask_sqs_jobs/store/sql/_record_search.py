@@ -16,6 +16,7 @@ import dataclasses
 import typing as t
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from .. import model as r
 from ._tables import job_tags
@@ -98,6 +99,36 @@ def with_tags(
     ]
 
 
-def prune_tags(connection: sa.Connection, older_than: t.Any) -> None:
-    """Delete the tag rows of records last written before ``older_than``."""
-    connection.execute(sa.delete(job_tags).where(job_tags.c.updated_at < older_than))
+def prune_batch(connection: sa.Connection, older_than: t.Any, limit: int) -> int:
+    """Delete the ``limit`` oldest records last written before ``older_than``,
+    and their tags: each a walk of one index; return how many records went."""
+    ids = list(
+        connection.execute(
+            sa.select(jobs.c.job_id)
+            .where(jobs.c.updated_at < older_than)
+            .order_by(jobs.c.updated_at)
+            .limit(limit)
+        ).scalars()
+    )
+    if not ids:
+        return 0
+    connection.execute(
+        sa.delete(job_tags).where(among(connection, job_tags.c.job_id, ids))
+    )
+    result = connection.execute(
+        sa.delete(jobs).where(
+            among(connection, jobs.c.job_id, ids), jobs.c.updated_at < older_than
+        )
+    )
+    return int(result.rowcount or 0)
+
+
+def among(
+    connection: sa.Connection, column: t.Any, ids: cabc.Sequence[str]
+) -> sa.ColumnElement[bool]:
+    """``column`` is one of ``ids``: on PostgreSQL one array parameter (an
+    ``IN`` list of thousands is far slower there), elsewhere an ``IN`` list."""
+    if connection.dialect.name == "postgresql":
+        array = sa.literal(list(ids), postgresql.ARRAY(sa.String()))
+        return t.cast(sa.ColumnElement[bool], column == sa.any_(array))
+    return t.cast(sa.ColumnElement[bool], column.in_(ids))

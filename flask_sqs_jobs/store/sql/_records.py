@@ -20,18 +20,30 @@ from sqlalchemy.dialects import sqlite
 
 from ...engine.sqs import read_result
 from .. import model as r
+from ._minute_counts import add_finished
+from ._minute_counts import count_upsert
+from ._minute_counts import Finished
+from ._minute_counts import finished_per_minute
+from ._minute_counts import prune_counts
+from ._record_search import among
 from ._record_search import find_query
-from ._record_search import prune_tags
+from ._record_search import prune_batch
 from ._record_search import tag_upsert
 from ._record_search import with_tags
 from ._record_search import write_tags
 from ._tables import jobs
 from ._tables import reading
 
+#: Records deleted per transaction by :meth:`SQLJobRecords.prune`.
+PRUNE_BATCH = 2000
+
 #: The dialects whose upsert the records use.
 SUPPORTED_DIALECTS = ("postgresql", "sqlite")
 
-_SHAPES = (r.QUEUED, r.RUNNING, r.PROGRESS, "settled")
+#: The shape of every write that ends an attempt (its upsert returns the rows
+#: it changed, which the minute counts read).
+_SETTLED = "settled"
+_SHAPES = (r.QUEUED, r.RUNNING, r.PROGRESS, _SETTLED)
 _COLUMNS = tuple(column.name for column in jobs.columns)
 
 
@@ -66,6 +78,7 @@ class SQLJobRecords:
             for restart in (False, True)
         }
         self._tags = tag_upsert(insert)
+        self._counts = count_upsert(insert)
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
         """Apply ``events`` in one transaction; return the writes refused for type.
@@ -77,6 +90,7 @@ class SQLJobRecords:
         """
         written: list[r.JobEvent] = []
         counts: list[int] = []
+        finished: list[Finished] = []
         with self._engine.begin() as connection:
             for round_ in r.in_rounds(r.merge_events(events)):
                 batches: dict[tuple[str, bool], list[r.JobEvent]] = {}
@@ -85,11 +99,16 @@ class SQLJobRecords:
                     batches.setdefault(key, []).append(event)
                 for key, batch in batches.items():
                     rows = [_row(event) for event in batch]
-                    counts.append(
-                        connection.execute(self._statements[key], rows).rowcount
-                    )
+                    result = connection.execute(self._statements[key], rows)
+                    if key[0] == _SETTLED:
+                        changed = [t.cast(Finished, tuple(row)) for row in result]
+                        finished += changed
+                        counts.append(len(changed))
+                    else:
+                        counts.append(result.rowcount)
                     written += batch
                 write_tags(connection, self._tags, round_)
+            add_finished(connection, self._counts, finished)
             # A count of -1: the driver does not count an executemany (psycopg).
             if min(counts, default=0) >= 0 and sum(counts) == len(written):
                 return []
@@ -135,43 +154,29 @@ class SQLJobRecords:
             return with_tags(connection, [_job_record(row._mapping) for row in rows])
 
     def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
-        """One ``GROUP BY`` over the rows updated since ``since`` (an indexed range:
-        a record's last write is never before it finished)."""
-        minute = _epoch_minute(self._engine, jobs.c.finished_at).label("minute")
-        query = (
-            sa.select(minute, jobs.c.queue, jobs.c.status, sa.func.count())
-            .where(jobs.c.updated_at >= since, jobs.c.finished_at >= since)
-            .group_by(minute, jobs.c.queue, jobs.c.status)
-        )
+        """One ``GROUP BY`` of ``sqs_jobs_minute_counts`` from ``since``'s minute
+        (:mod:`._minute_counts`): rows per minute and queue, never per job."""
         with reading(self._engine) as connection:
-            rows = connection.execute(query).all()
-        return [
-            r.MinuteCount(
-                dt.datetime.fromtimestamp(int(at) * 60, dt.UTC), queue, status, count
-            )
-            for at, queue, status, count in rows
-        ]
+            return finished_per_minute(connection, since)
 
-    def prune(self, older_than: dt.datetime) -> int:
-        """One indexed ``DELETE`` of records last written before ``older_than``."""
-        with self._engine.begin() as connection:
-            prune_tags(connection, older_than)
-            result = connection.execute(
-                sa.delete(jobs).where(jobs.c.updated_at < older_than)
-            )
-        return int(result.rowcount or 0)
+    def prune(self, older_than: dt.datetime, limit: int | None = None) -> int:
+        """Delete records last written before ``older_than``, oldest first, in
+        transactions of at most :data:`PRUNE_BATCH` rows; return how many.
 
-
-def _epoch_minute(engine: sa.Engine, column: t.Any) -> t.Any:
-    """Whole minutes since 1970 of a UTC datetime column, in SQL (constants
-    inline, so the GROUP BY repeats the selected expression exactly)."""
-    sixty = sa.literal_column("60", sa.Integer())
-    if engine.dialect.name == "sqlite":
-        # SQLite keeps the naive UTC text; '%s' reads it as UTC.
-        seconds = sa.func.strftime(sa.literal_column("'%s'"), column)
-        return sa.cast(seconds, sa.Integer) // sixty
-    epoch = sa.extract("epoch", column)
-    return sa.cast(sa.func.floor(epoch / sixty), sa.BigInteger)
+        :param limit: delete about that many at most (None: all), so a caller
+            can interleave other work and stop between batches.
+        """
+        deleted = 0
+        while limit is None or deleted < limit:
+            batch = PRUNE_BATCH if limit is None else min(PRUNE_BATCH, limit - deleted)
+            with self._engine.begin() as connection:
+                count = prune_batch(connection, older_than, batch)
+                if count < batch:
+                    prune_counts(connection, older_than)
+            deleted += count
+            if count < batch:
+                break
+        return deleted
 
 
 def _refused(
@@ -179,12 +184,11 @@ def _refused(
 ) -> list[r.RefusedWrite]:
     """The writes among ``written`` refused because the record's job type differs."""
     ids = sorted({event.job_id for event in written})
-    if connection.dialect.name == "postgresql":
-        # One array parameter: an IN list of many is far slower on PostgreSQL.
-        match = jobs.c.job_id == sa.any_(sa.literal(ids, postgresql.ARRAY(sa.String())))
-    else:
-        match = jobs.c.job_id.in_(ids)
-    rows = connection.execute(sa.select(jobs.c.job_id, jobs.c.job_type).where(match))
+    rows = connection.execute(
+        sa.select(jobs.c.job_id, jobs.c.job_type).where(
+            among(connection, jobs.c.job_id, ids)
+        )
+    )
     types: dict[str, str] = {job_id: job_type for job_id, job_type in rows}
     return [
         r.RefusedWrite(event.job_id, types[event.job_id], event.job_type)
@@ -217,7 +221,7 @@ def _shape(event: r.JobEvent) -> str:
     """Which statement writes ``event``: one per set of columns it changes."""
     if event.status in (r.QUEUED, r.RUNNING, r.PROGRESS):
         return event.status
-    return "settled"
+    return _SETTLED
 
 
 def _row(event: r.JobEvent) -> dict[str, t.Any]:
@@ -294,11 +298,14 @@ def _upsert(insert: t.Any, shape: str, restart: bool) -> t.Any:
     if restart:
         restarting = (jobs.c.status == _literal(each) for each in sorted(r.RESTARTING))
         applies = sa.or_(applies, *restarting)
-    return stmt.on_conflict_do_update(
+    upsert = stmt.on_conflict_do_update(
         index_elements=[jobs.c.job_id],
         set_=changes,
         where=sa.and_(jobs.c.job_type == new.job_type, applies),
     )
+    if shape == _SETTLED:
+        return upsert.returning(jobs.c.queue, jobs.c.status, jobs.c.finished_at)
+    return upsert
 
 
 def _literal(status: str) -> sa.ColumnElement[t.Any]:
