@@ -2,12 +2,13 @@
 
 ``SQS_JOBS_SEND_BUFFER_MS`` (or ``enqueue(..., buffered=True)``): a single
 enqueue hands its staged message to the group's :class:`SendBuffer` and
-returns its job id at once. The buffer sends what it holds, per queue, in
-SendMessageBatch requests of up to ten entries: when a queue has ten
-waiting, when the oldest message has waited the window, at the end of each
-Flask request and at the process's exit. A message still in the buffer
-when the process is killed is lost: for work that must not be, use the
-outbox (``session=``).
+returns its job id at once. The buffer's thread sends what it holds, per
+queue, in SendMessageBatch requests of up to ten entries: as soon as a queue
+has ten waiting, and when the oldest message has waited the window; so does
+the end of each Flask request and the process's exit. Only when more than
+:data:`_BACKLOG` wait does an enqueue send them itself, on its own thread.
+A message still in the buffer when the process is killed is lost: for work
+that must not be, use the outbox (``session=``).
 
 A refused entry is logged (``job_enqueue_failed``, with SQS's code and
 message) and reported to the group's error callback; the caller that
@@ -39,6 +40,9 @@ log = structlog.get_logger(__name__)
 DEFAULT_WINDOW_SECONDS = 0.01
 #: Entries of one SendMessageBatch request.
 _FULL = 10
+#: Messages waiting at most before a caller sends them itself (so a buffer
+#: whose thread cannot keep up holds a bounded number, and callers slow down).
+_BACKLOG = 100
 #: How many sent jobs' MessageIds are kept for a late :meth:`SendBuffer.when_sent`.
 _REMEMBERED = 10_000
 
@@ -75,7 +79,7 @@ class SendBuffer(Sink):
         """Hold ``message``; return its job id (its MessageId comes at flush)."""
         with self._cond:
             self._pending.append(message)
-            full = sum(m.queue is message.queue for m in self._pending) >= _FULL
+            behind = len(self._pending) >= _BACKLOG
             if self._timer is None:
                 self._timer = threading.Thread(
                     target=self._wait_and_flush,
@@ -83,7 +87,10 @@ class SendBuffer(Sink):
                     daemon=True,
                 )
                 self._timer.start()
-        if full:
+            elif self._has_full_batch():
+                self._cond.notify()
+        if behind:
+            # The buffer's thread cannot keep up: this caller sends too.
             self.flush()
         return t.cast(str, message.job.job_id)
 
@@ -139,11 +146,17 @@ class SendBuffer(Sink):
             while len(self._sent) > _REMEMBERED:
                 self._sent.popitem(last=False)
 
+    def _has_full_batch(self) -> bool:
+        """Whether a queue has a whole batch waiting (called with the lock held)."""
+        counts = collections.Counter(id(m.queue) for m in self._pending)
+        return max(counts.values(), default=0) >= _FULL
+
     def _wait_and_flush(self) -> None:
         """The timer: flush a window after the first message, until none waits."""
         while True:
             with self._cond:
-                self._cond.wait(self.window_seconds)
+                if not self._has_full_batch():
+                    self._cond.wait(self.window_seconds)
                 if not self._pending:
                     self._timer = None
                     return

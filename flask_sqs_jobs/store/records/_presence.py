@@ -26,6 +26,7 @@ from ..model import JobStore
 from ..model import WorkerRecord
 from ..model import WorkerRegistry
 from ._housekeeping import Housekeeping
+from ._housekeeping import STEP_SECONDS
 
 if t.TYPE_CHECKING:
     from ...engine.flow import LimitStore
@@ -39,8 +40,9 @@ REFRESH_SECONDS = 15.0
 STALE_AFTER_SECONDS = 60.0
 #: How often a worker prunes old job records (seconds).
 PRUNE_SECONDS = 3600.0
-#: The pause between two steps of pruning (seconds).
-PRUNE_PAUSE_SECONDS = 0.2
+#: The pause between two steps of pruning (seconds): as long as a step, so the
+#: database spends at most half its time on pruning.
+PRUNE_PAUSE_SECONDS = STEP_SECONDS
 
 
 #: The store part a failed housekeeping action is counted under.
