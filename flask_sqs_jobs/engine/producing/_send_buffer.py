@@ -69,6 +69,8 @@ class SendBuffer(Sink):
         self._cond = threading.Condition()
         self._pending: list[StagedMessage] = []
         self._callbacks: dict[str, list[cabc.Callable[[str], None]]] = {}
+        #: The job ids taken from the pending and not yet sent or refused.
+        self._sending: set[str] = set()
         self._timer: threading.Thread | None = None
         #: The MessageIds of the last jobs sent, for a late :meth:`when_sent`.
         self._sent: collections.OrderedDict[str, str] = collections.OrderedDict()
@@ -98,7 +100,9 @@ class SendBuffer(Sink):
         """Call ``callback`` with the job's MessageId once it is sent (at once
         if it already was; never if it was refused)."""
         with self._cond:
-            if any(m.job.job_id == job_id for m in self._pending):
+            if job_id in self._sending or any(
+                m.job.job_id == job_id for m in self._pending
+            ):
                 self._callbacks.setdefault(job_id, []).append(callback)
                 return
             sent = self._sent.get(job_id)
@@ -113,8 +117,12 @@ class SendBuffer(Sink):
     def flush(self) -> None:
         """Send everything held now, per queue, in batches of ten; in this thread."""
         with self._cond:
-            held, self._pending = self._pending, []
-            callbacks, self._callbacks = self._callbacks, {}
+            held = self._take(self._pending)
+        self._send(held)
+
+    def _send(self, held: list[StagedMessage]) -> None:
+        """Send ``held`` (taken from the pending under the lock, and marked as
+        being sent there, so a :meth:`when_sent` meanwhile still waits)."""
         by_queue: dict[int, list[StagedMessage]] = {}
         for message in held:
             by_queue.setdefault(id(message.queue), []).append(message)
@@ -122,9 +130,9 @@ class SendBuffer(Sink):
             results = deliver(self._group, messages, SqsBatchSink(messages[0].queue))
             for message, result in zip(messages, results, strict=True):
                 job_id = t.cast(str, message.job.job_id)
+                callbacks = self._settled(job_id, result)
                 if isinstance(result, str):
-                    self._remember(job_id, result)
-                    for callback in callbacks.get(job_id, []):
+                    for callback in callbacks:
                         callback(result)
                     continue
                 code, text = result or ("NotSent", "the buffer did not send it")
@@ -140,19 +148,44 @@ class SendBuffer(Sink):
                 if self._on_error is not None:
                     self._on_error(job_id, code, text)
 
-    def _remember(self, job_id: str, message_id: str) -> None:
+    def _settled(self, job_id: str, result: object) -> list[cabc.Callable[[str], None]]:
+        """Note that ``job_id`` is no longer being sent (and its MessageId, when
+        it was sent); return the callbacks waiting for it."""
         with self._cond:
-            self._sent[job_id] = message_id
-            while len(self._sent) > _REMEMBERED:
-                self._sent.popitem(last=False)
+            self._sending.discard(job_id)
+            if isinstance(result, str):
+                self._sent[job_id] = result
+                while len(self._sent) > _REMEMBERED:
+                    self._sent.popitem(last=False)
+            return self._callbacks.pop(job_id, [])
 
     def _has_full_batch(self) -> bool:
         """Whether a queue has a whole batch waiting (called with the lock held)."""
         counts = collections.Counter(id(m.queue) for m in self._pending)
         return max(counts.values(), default=0) >= _FULL
 
+    def _full_batches(self) -> list[StagedMessage]:
+        """The pending messages that fill whole batches of their queue, in
+        order (called with the lock held)."""
+        counts = collections.Counter(id(m.queue) for m in self._pending)
+        taking = {queue: n - n % _FULL for queue, n in counts.items()}
+        taken: list[StagedMessage] = []
+        for message in self._pending:
+            if taking[id(message.queue)] > 0:
+                taking[id(message.queue)] -= 1
+                taken.append(message)
+        return taken
+
+    def _take(self, messages: list[StagedMessage]) -> list[StagedMessage]:
+        """Move ``messages`` from the pending to being sent (lock held)."""
+        taken = {id(m) for m in messages}
+        self._pending = [m for m in self._pending if id(m) not in taken]
+        self._sending.update(t.cast(str, m.job.job_id) for m in messages)
+        return list(messages)
+
     def _wait_and_flush(self) -> None:
-        """The timer: flush a window after the first message, until none waits."""
+        """The buffer's thread: send whole batches as soon as they wait, and
+        everything once a window passes without one; stop when none waits."""
         while True:
             with self._cond:
                 if not self._has_full_batch():
@@ -160,4 +193,7 @@ class SendBuffer(Sink):
                 if not self._pending:
                     self._timer = None
                     return
-            self.flush()
+                held = self._take(
+                    self._full_batches() if self._has_full_batch() else self._pending
+                )
+            self._send(held)
