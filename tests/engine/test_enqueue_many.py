@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import json
+import threading
 import typing as t
 from unittest import mock
 
@@ -73,7 +74,7 @@ def test_a_request_carries_at_most_ten_jobs(sqs: SQSClient, queue_url: str) -> N
     ids = group.enqueue_many("jobs", [("ping", {"n": n}) for n in range(25)])
 
     sizes = [len(call["Entries"]) for call in spy.calls_to("send_message_batch")]
-    assert sizes == [10, 10, 5]
+    assert sorted(sizes) == [5, 10, 10]  # a standard queue's requests go in parallel
     sent = bodies_by_id(sqs, queue_url)
     assert [sent[message_id]["payload"]["n"] for message_id in ids] == list(range(25))
 
@@ -293,3 +294,56 @@ def test_produce_middleware_wraps_each_job_and_sees_its_message_id(
         for m in visible_messages(sqs, queue_url)
     }
     assert received == {ids[n]: f"00-{n}-01" for n in range(3)}
+
+
+def test_a_standard_queue_s_requests_are_sent_at_once(
+    sqs: SQSClient, queue_url: str
+) -> None:
+    spy = SpyClient(sqs)
+    # Each request waits until three are on their way: sent one after the
+    # other, the first would wait in vain.
+    together = threading.Barrier(3, timeout=10)
+    spy.before["send_message_batch"] = lambda kwargs: together.wait()
+    group = one_queue_group(spy.client, queue_url)
+
+    ids = group.enqueue_many("jobs", [("ping", {"n": n}) for n in range(30)])
+
+    sent = bodies_by_id(sqs, queue_url)
+    assert [sent[message_id]["payload"]["n"] for message_id in ids] == list(range(30))
+
+
+def test_a_fifo_queue_s_requests_are_sent_one_after_the_other_in_order(
+    sqs: SQSClient,
+) -> None:
+    url = create_queue(sqs, "ordered.fifo", fifo=True)
+    spy = SpyClient(sqs)
+    in_flight: list[int] = [0]
+    most = [0]
+    lock = threading.Lock()
+
+    def enter(kwargs: dict[str, t.Any]) -> None:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+
+    def leave(kwargs: dict[str, t.Any], response: t.Any) -> None:
+        with lock:
+            in_flight[0] -= 1
+
+    spy.before["send_message_batch"] = enter
+    spy.after["send_message_batch"] = leave
+    group = one_queue_group(spy.client, url)
+
+    group.enqueue_many(
+        "jobs",
+        [
+            {"job_type": "ping", "payload": {"n": n}, "message_group_id": "g"}
+            for n in range(25)
+        ],
+    )
+
+    firsts = [
+        json.loads(call["Entries"][0]["MessageBody"])["payload"]["n"]
+        for call in spy.calls_to("send_message_batch")
+    ]
+    assert (firsts, most[0]) == ([0, 10, 20], 1)

@@ -3,6 +3,10 @@ send after commit."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
+import os
+import threading
 import typing as t
 
 import structlog
@@ -25,6 +29,9 @@ if t.TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
+#: SendMessageBatch requests of one standard queue's batch sent at once, at most.
+PARALLEL_REQUESTS = 4
+
 
 class SqsBatchSink(BatchSink):
     """Sends staged messages to one queue with SendMessageBatch.
@@ -39,27 +46,35 @@ class SqsBatchSink(BatchSink):
     a reset, a 5xx) are kept, as SQS may have applied it.
 
     Stateless beyond its queue and safe to call from several threads at
-    once (the outbox relay sends a standard queue's chunks in parallel).
+    once; the requests of a standard queue's batch go out in parallel on
+    the process's few request threads.
     """
 
     def __init__(self, queue: SqsQueue) -> None:
         self.queue = queue
 
     def send_batch(self, messages: t.Sequence[StagedMessage]) -> list[EntryResult]:
-        """Offload what must be, then send requests in order; one result per message."""
+        """Offload what must be, then send the requests; one result per message.
+
+        A FIFO queue's requests go one after the other, in order; a standard
+        queue's, when there are several, up to :data:`PARALLEL_REQUESTS` at
+        once (on AWS each request is a round trip of its own).
+        """
         queue = self.queue
         originals = [m.params for m in messages]
         staged, keys, refused = offload_entries(queue, originals)
         attempt = _Attempt(queue, originals, staged, keys)
-        results: list[EntryResult] = []
+        # In order: a request's entries (their indices), or a refused entry's result.
+        plan: list[list[int] | EntryResult] = []
         limit = queue.max_message_size
         request: list[int] = []
         request_size = 0
         for index, params in enumerate(staged):
             if index in refused:
-                results.extend(attempt.send(request) if request else [])
+                if request:
+                    plan.append(request)
                 request, request_size = [], 0
-                results.append(refused[index])
+                plan.append(refused[index])
                 continue
             size = message_size(
                 params["MessageBody"], params.get("MessageAttributes", {})
@@ -67,18 +82,64 @@ class SqsBatchSink(BatchSink):
             if request and (
                 len(request) == MAX_BATCH_ENTRIES or request_size + size > limit
             ):
-                results.extend(attempt.send(request))
+                plan.append(request)
                 request, request_size = [], 0
             request.append(index)
             request_size += size
         if request:
-            results.extend(attempt.send(request))
+            plan.append(request)
+        requests = [step for step in plan if isinstance(step, list)]
+        answers = iter(_send_requests(attempt, requests, in_order=queue.is_fifo))
+        results: list[EntryResult] = []
+        for step in plan:
+            if isinstance(step, list):
+                results.extend(next(answers))
+            else:
+                results.append(step)
         answered = [
             "kept" if index in attempt.maybe_sent else result
             for index, result in enumerate(results)
         ]
         discard_unsent(queue, keys, t.cast(list[str | tuple[str, str]], answered))
         return results
+
+
+def _send_requests(
+    attempt: _Attempt, requests: list[list[int]], *, in_order: bool
+) -> list[list[EntryResult]]:
+    """Each request's results, in the requests' order."""
+    if in_order or len(requests) < 2:
+        return [attempt.send(indices) for indices in requests]
+    pool = _request_pool()
+    futures = [
+        pool.submit(contextvars.copy_context().run, attempt.send, indices)
+        for indices in requests
+    ]
+    return [future.result() for future in futures]
+
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _request_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's threads for parallel SendMessageBatch requests, made on
+    first use (and again in a forked child, which has none of its parent's)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                PARALLEL_REQUESTS, thread_name_prefix="sqs-jobs-batch-send"
+            )
+        return _pool
+
+
+def _forget_pool() -> None:
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 class _Attempt:
