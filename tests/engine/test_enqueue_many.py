@@ -303,7 +303,11 @@ def test_a_standard_queue_s_requests_are_sent_at_once(
     # Each request waits until three are on their way: sent one after the
     # other, the first would wait in vain.
     together = threading.Barrier(3, timeout=10)
-    spy.before["send_message_batch"] = lambda kwargs: together.wait()
+
+    def wait_for_the_others(kwargs: dict[str, t.Any]) -> None:
+        together.wait()
+
+    spy.before["send_message_batch"] = wait_for_the_others
     group = one_queue_group(spy.client, queue_url)
 
     ids = group.enqueue_many("jobs", [("ping", {"n": n}) for n in range(30)])
