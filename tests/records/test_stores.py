@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import typing as t
+import zlib
 
 import pytest
 from flask_sqs_jobs.store import DynamoDBStore
@@ -155,9 +156,11 @@ def test_dynamodb_items_expire_after_the_retention(
     items = dynamodb_store.client.scan(TableName=dynamodb_store.table_name)["Items"]
     expiries = {int(item["expires_at_epoch"]["N"]) for item in items}
     assert expiries == {int(NOW.timestamp()) + 3600}
+    shard = zlib.crc32(b"job-1") % dynamodb_store.record_shards
     assert {item["pk"]["S"] for item in items} == {
         "job#job-1",
-        f"jobs#{NOW:%Y%m%d%H}",
+        f"jobs#{NOW:%Y%m%d%H}#{shard}",
+        f"counts#{NOW:%Y%m%d%H}#{shard}",
     }
 
 

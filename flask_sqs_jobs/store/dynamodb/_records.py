@@ -5,11 +5,12 @@
   finished record (but a redrive's restart) and an older write (attempt, then
   status rank). A refused write returns the record that refused it
   (``ALL_OLD``), which tells a write of another job type from an older one.
-- For listing, each transition also puts ``pk = "jobs#<YYYYMMDDHH>"``,
-  ``sk = "<updated_at>#<job_id>"`` in the same ``TransactWriteItems`` call:
-  one request per transition, two write units; and, for each of the job's
-  tags, ``pk = "tag#<tag>"`` with the same ``sk`` (one write unit more per
-  tag), which :mod:`._record_search` queries.
+- Each transition also puts a listing entry (and one per tag), and a
+  transition into a final status adds one to its minute's counter, in the same
+  ``TransactWriteItems`` call: one request per transition, two write units per
+  item. Entries and counters are sharded by job id (:mod:`._record_listing`);
+  as the record's condition decides the whole transaction, a refused write
+  lists and counts nothing, and each finish is counted once.
 Every item carries ``expires_at_epoch``, so DynamoDB's TTL prunes them.
 """
 
@@ -29,9 +30,12 @@ from ._record_items import job_record
 from ._record_items import n_value
 from ._record_items import s_value
 from ._record_items import text_of
+from ._record_listing import count_update
+from ._record_listing import Listing
+from ._record_listing import listing_items
 from ._record_search import find_records
+from ._record_search import matching_records
 from ._schema import PARTITION_KEY
-from ._schema import SORT_KEY
 from ._schema import TTL_ATTRIBUTE
 
 
@@ -42,18 +46,25 @@ class DynamoDBJobRecords:
     the CLI and the dashboard. No lock: each write's condition decides, so
     hundreds of processes writing the same job at once leave its newest
     transition. :meth:`prune` does nothing; TTL deletes old items.
+
+    :param shards: the listing and counter keys per hour (checked by the store).
     """
 
-    def __init__(self, client: t.Any, table: str, retention_seconds: float) -> None:
+    def __init__(
+        self, client: t.Any, table: str, retention_seconds: float, shards: int
+    ) -> None:
         self._client = client
         self._table = table
         self._retention = retention_seconds
+        self._shards = shards
+        self._listing = Listing(client, table, shards)
 
     def write(self, events: cabc.Sequence[r.JobEvent]) -> list[r.RefusedWrite]:
         """Write ``events`` one by one; return the writes refused for job type.
 
         Per merged event, one ``UpdateItem`` (progress) or one
-        ``TransactWriteItems`` (record and listing entry); no batch is atomic.
+        ``TransactWriteItems`` (record, listing entries, and the counter of a
+        finish); no batch is atomic.
         A refusal costs one ``GetItem`` only when DynamoDB returned no item.
 
         :raises botocore.exceptions.ClientError: any other failure; the events
@@ -81,20 +92,15 @@ class DynamoDBJobRecords:
                     raise
                 return self._standing(exc.response.get("Item"), event)
             return None
-        index = {
-            PARTITION_KEY: s_value(f"jobs#{event.at.astimezone(dt.UTC):%Y%m%d%H}"),
-            SORT_KEY: s_value(f"{event.at.isoformat()}#{event.job_id}"),
-            "job_id": s_value(event.job_id),
-            TTL_ATTRIBUTE: epoch_value(event.at, self._retention),
-        }
-        puts = [index] + [
-            {**index, PARTITION_KEY: s_value(f"tag#{tag}")} for tag in event.tags
+        items = [{"Update": update}] + [
+            {"Put": {"TableName": self._table, "Item": item}}
+            for item in listing_items(event, self._shards, self._retention)
         ]
+        count = count_update(event, self._table, self._shards, self._retention)
+        if count is not None:
+            items.append({"Update": count})
         try:
-            self._client.transact_write_items(
-                TransactItems=[{"Update": update}]
-                + [{"Put": {"TableName": self._table, "Item": put}} for put in puts]
-            )
+            self._client.transact_write_items(TransactItems=items)
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
             if not (reasons and reasons[0].get("Code") == "ConditionalCheckFailed"):
@@ -230,96 +236,34 @@ class DynamoDBJobRecords:
         """
         statuses = r.check_status(status)
         now = dt.datetime.now(dt.UTC)
-        found: list[r.JobRecord] = []
-        seen: set[str] = set()
-        for hours in range(int(self._retention // 3600) + 2):
-            hour = now - dt.timedelta(hours=hours)
-            ids = [i for i in self._ids_of_hour(hour) if i not in seen]
-            seen.update(ids)
-            for record in self.records(ids):
-                if (statuses is None or record.status in statuses) and (
-                    queue is None or record.queue == queue
-                ):
-                    found.append(record)
-                    if len(found) >= limit:
-                        return found
-        return found
+        hours = (
+            self._listing.ids_of(f"jobs#{now - dt.timedelta(hours=back):%Y%m%d%H}")
+            for back in range(int(self._retention // 3600) + 2)
+        )
+        return matching_records(
+            self._listing,
+            hours,
+            lambda record: (
+                (statuses is None or record.status in statuses)
+                and (queue is None or record.queue == queue)
+            ),
+            limit,
+        )
 
     def find(self, search: r.JobSearch) -> list[r.JobRecord]:
         """A ``Query`` of the tag's entries, or of each hour's listing in the
         range, newest first, then the records they name (:mod:`._record_search`)."""
-        return find_records(self, search, self._retention)
+        return find_records(self._listing, search, self._retention)
 
     def finished_per_minute(self, since: dt.datetime) -> list[r.MinuteCount]:
-        """Read the listing entries written since ``since`` (one query per hour),
-        then the records they name (batches of 100), and count in Python."""
-        since = since.astimezone(dt.UTC)
-        now = dt.datetime.now(dt.UTC)
-        ids: dict[str, None] = {}
-        hour = since.replace(minute=0, second=0, microsecond=0)
-        while hour <= now:
-            ids.update(dict.fromkeys(self._ids_of_hour(hour, since)))
-            hour += dt.timedelta(hours=1)
-        counts: dict[tuple[dt.datetime, str, str], int] = {}
-        for record in self.records(list(ids)):
-            if record.finished_at is not None and record.finished_at >= since:
-                key = (r.minute_of(record.finished_at), record.queue, record.status)
-                counts[key] = counts.get(key, 0) + 1
-        return [r.MinuteCount(*key, count) for key, count in counts.items()]
+        """Sum the finish counters of each minute from ``since``'s: one ``Query``
+        per hour and shard, never a record read (:mod:`._record_listing`).
 
-    def _ids_of_hour(
-        self, hour: dt.datetime, since: dt.datetime | None = None
-    ) -> list[str]:
-        """The jobs of an hour's listing entries (written at or after ``since``)."""
-        return self.ids_of(f"jobs#{hour:%Y%m%d%H}", since)
-
-    def ids_of(
-        self,
-        partition: str,
-        since: dt.datetime | None = None,
-        until: dt.datetime | None = None,
-    ) -> list[str]:
-        """The jobs of a listing partition's entries, newest first, written at
-        or after ``since`` and before ``until``."""
-        ids: dict[str, None] = {}
-        condition = "#pk = :pk"
-        names = {"#pk": PARTITION_KEY}
-        values = {":pk": s_value(partition)}
-        if since is not None or until is not None:
-            names["#sk"] = SORT_KEY
-            values[":since"] = s_value("" if since is None else since.isoformat())
-            values[":until"] = s_value("~" if until is None else until.isoformat())
-            condition += " AND #sk BETWEEN :since AND :until"
-        pages = self._client.get_paginator("query").paginate(
-            TableName=self._table,
-            KeyConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ScanIndexForward=False,
-        )
-        for page in pages:
-            for item in page.get("Items", []):
-                ids.setdefault(item["job_id"]["S"])
-        return list(ids)
-
-    def records(self, ids: list[str]) -> list[r.JobRecord]:
-        """The records of ``ids``, in the same order (missing ones left out)."""
-        by_id: dict[str, r.JobRecord] = {}
-        for start in range(0, len(ids), 100):
-            keys = [job_key(i) for i in ids[start : start + 100]]
-            while keys:
-                response = self._client.batch_get_item(
-                    RequestItems={self._table: {"Keys": keys}}
-                )
-                for item in response["Responses"].get(self._table, []):
-                    record = job_record(item)
-                    by_id[record.job_id] = record
-                keys = (
-                    response.get("UnprocessedKeys", {})
-                    .get(self._table, {})
-                    .get("Keys", [])
-                )
-        return [by_id[i] for i in ids if i in by_id]
+        Counts transitions into a final status, so a job redriven and finished
+        again counts once per finish; jobs finished before the counters existed
+        count nothing.
+        """
+        return self._listing.minute_counts(since, dt.datetime.now(dt.UTC))
 
     def prune(self, older_than: dt.datetime, limit: int | None = None) -> int:
         """Nothing to do: DynamoDB's TTL deletes expired records."""

@@ -9,6 +9,8 @@ from botocore.exceptions import ClientError
 
 from ...engine.sqs import aws_error_code
 from ..model import JobStore
+from ._record_listing import check_shards
+from ._record_listing import DEFAULT_SHARDS
 from ._schema import PARTITION_KEY
 from ._schema import SORT_KEY
 from ._schema import TTL_ATTRIBUTE
@@ -35,6 +37,13 @@ class DynamoDBStore(JobStore):
         ``expires_at_epoch``).
     :param boto_client: a boto3 DynamoDB client; by default one is made the way
         boto3 makes any client (``AWS_ENDPOINT_URL_DYNAMODB`` for a local server).
+    :param record_shards: the partition keys per hour that job records' listing
+        entries and finish counters are spread over (1 to 256, 16 by default).
+        Each key takes about 1,000 write units a second: pick at least jobs/s
+        x write units per job / 1,000 (``docs/scaling.md``). Changing it
+        later is safe: reads query every shard of the count they are given,
+        so lowering it hides the entries of the higher shards until they
+        expire; raising it loses nothing.
 
     Shared by every thread of the process: boto3 clients are thread-safe and
     each part made here keeps only the client and the table name, so no call
@@ -47,13 +56,20 @@ class DynamoDBStore(JobStore):
 
     kind = "dynamodb"
 
-    def __init__(self, table_name: str, boto_client: t.Any = None) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        boto_client: t.Any = None,
+        *,
+        record_shards: int = DEFAULT_SHARDS,
+    ) -> None:
         if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
             raise ValueError(
                 "table_name must be a DynamoDB table name (3-255 characters of"
                 f" A-Za-z0-9_.-); got {table_name!r}"
             )
         self.table_name = table_name
+        self.record_shards = check_shards(record_shards)
         self._client = boto_client
 
     @property
@@ -125,7 +141,9 @@ class DynamoDBStore(JobStore):
         """The job records; each item expires ``retention_seconds`` after its write."""
         from ._records import DynamoDBJobRecords
 
-        return DynamoDBJobRecords(self.client, self.table_name, retention_seconds)
+        return DynamoDBJobRecords(
+            self.client, self.table_name, retention_seconds, self.record_shards
+        )
 
     def cancellations(self) -> DynamoDBCancellations:
         """Tombstones of cancelled jobs, as items ``job#<id>`` / ``cancelled``."""
