@@ -180,3 +180,14 @@ def store_url(request: pytest.FixtureRequest, tmp_path: t.Any) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'jobs.db'}"
     return t.cast(str, request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def sql_store(store_url: str) -> cabc.Iterator[t.Any]:
+    """A SQLAlchemyStore with its tables on :func:`store_url`, closed after."""
+    from flask_sqs_jobs.store import SQLAlchemyStore
+
+    store = SQLAlchemyStore(store_url)
+    store.create_tables()
+    yield store
+    store.close()

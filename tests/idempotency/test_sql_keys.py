@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import datetime as dt
 import threading
 
@@ -31,11 +30,8 @@ class Clock:
 
 
 @pytest.fixture
-def store(store_url: str) -> cabc.Iterator[SQLAlchemyStore]:
-    store = SQLAlchemyStore(store_url)
-    store.create_tables()
-    yield store
-    store.close()
+def store(sql_store: SQLAlchemyStore) -> SQLAlchemyStore:
+    return sql_store
 
 
 @pytest.fixture

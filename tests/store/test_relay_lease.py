@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import time
 import typing as t
 
@@ -27,11 +26,8 @@ class Clock:
 
 
 @pytest.fixture
-def store(store_url: str) -> cabc.Iterator[SQLAlchemyStore]:
-    store = SQLAlchemyStore(store_url)
-    store.create_tables()
-    yield store
-    store.close()
+def store(sql_store: SQLAlchemyStore) -> SQLAlchemyStore:
+    return sql_store
 
 
 def test_two_of_three_relays_are_active_and_a_freed_slot_is_taken(

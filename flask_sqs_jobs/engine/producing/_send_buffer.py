@@ -89,7 +89,8 @@ class SendBuffer(Sink):
                     daemon=True,
                 )
                 self._timer.start()
-            elif self._has_full_batch():
+            elif sum(m.queue is message.queue for m in self._pending) >= _FULL:
+                # Only this message's queue can have filled a batch just now.
                 self._cond.notify()
         if behind:
             # The buffer's thread cannot keep up: this caller sends too.
